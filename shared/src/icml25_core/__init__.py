@@ -1,0 +1,53 @@
+"""icml25-core: the shared core of the icml25 method packages.
+
+Method metadata and discovery, the experiment and benchmark harnesses, reports, seeding,
+device choice, input validation and the ``icml25`` command line.
+"""
+
+from importlib.metadata import version as _version
+
+from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_report
+from .device import select_device
+from .environment import environment
+from .experiment import PROFILES, Experiment, Result, Row, Verdict, run_experiment
+from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
+from .progress import make_progress, track
+from .report import format_value, line_panels, markdown_table, render_result, write_reports
+from .seeding import seed_everything
+from .validation import check_array, check_choice, check_scalar
+
+__version__ = _version("icml25-core")
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PROFILES",
+    "BenchReport",
+    "Comparison",
+    "Experiment",
+    "Method",
+    "Result",
+    "Row",
+    "Timing",
+    "Verdict",
+    "__version__",
+    "check_array",
+    "check_choice",
+    "check_scalar",
+    "compare",
+    "discover_methods",
+    "environment",
+    "format_value",
+    "get_method",
+    "line_panels",
+    "load_object",
+    "loglog_slope",
+    "make_progress",
+    "make_report",
+    "markdown_table",
+    "render_result",
+    "run_experiment",
+    "seed_everything",
+    "select_device",
+    "track",
+    "write_reports",
+]

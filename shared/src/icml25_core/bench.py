@@ -1,0 +1,217 @@
+"""The benchmark harness: interleaved A/B timing, ratios, peak memory, size sweeps.
+
+Timings are medians of repeats that alternate between candidates (A B C, B C A, ...) after
+a warm-up, so drift of the machine hits every candidate alike. Ratios are always against a
+named reference measured in the same run. Peak memory is measured in a separate call, so
+tracing never slows the timed ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from .environment import environment
+from .report import format_value
+from .validation import check_scalar
+
+
+@dataclass
+class Timing:
+    """Repeated wall-clock times of one candidate (seconds) and its peak memory (bytes)."""
+
+    times: list[float]
+    peak_memory: int | None = None
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.times))
+
+
+@dataclass
+class Comparison:
+    """Candidates timed against each other on one case.
+
+    Attributes
+    ----------
+    label : str
+        The case, e.g. ``"n=1000"``.
+    size : float or None
+        The work size used for sweeps (e.g. ``n``).
+    reference : str
+        The candidate that ratios are taken against.
+    timings : dict of str to Timing
+        Per candidate.
+    extra : dict
+        Anything else the benchmark measured per candidate (accuracy, iterations...).
+    """
+
+    label: str
+    size: float | None
+    reference: str
+    timings: dict[str, Timing]
+    extra: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def ratio(self, name: str) -> float:
+        """Median time of ``name`` divided by the reference's (below 1: faster)."""
+        return self.timings[name].median / self.timings[self.reference].median
+
+
+def _peak_memory(fn: Callable[[], Any], memory_probe: Callable[[], Any] | None) -> int:
+    torch = sys.modules.get("torch")
+    on_cuda = torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+    if on_cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    tracemalloc.start()
+    try:
+        fn()
+        if memory_probe is not None:
+            memory_probe()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    if on_cuda:
+        torch.cuda.synchronize()
+        peak = max(peak, torch.cuda.max_memory_allocated() - base)
+    return int(peak)
+
+
+def compare(
+    candidates: Mapping[str, Callable[[], Any]],
+    *,
+    reference: str,
+    label: str = "",
+    size: float | None = None,
+    repeats: int = 5,
+    warmup: int = 1,
+    memory: bool = True,
+    sync: Callable[[], Any] | None = None,
+) -> Comparison:
+    """Time every candidate, interleaved, against ``reference``.
+
+    Parameters
+    ----------
+    candidates : mapping of str to callable
+        Zero-argument callables doing the work; their return values are ignored.
+    reference : str
+        Key of the candidate that ratios are taken against.
+    label, size : str, float
+        Describe the case (``size`` feeds :func:`loglog_slope`).
+    repeats, warmup : int
+        Timed repeats per candidate and untimed calls before them.
+    memory : bool
+        Also record peak memory (traced Python/NumPy heap, or the CUDA allocator's peak).
+    sync : callable, optional
+        Called after each timed call, e.g. ``torch.cuda.synchronize``.
+    """
+    if reference not in candidates:
+        raise ValueError(f"reference must be one of {list(candidates)}, got {reference!r}")
+    check_scalar(repeats, "repeats", low=1, integer=True)
+    check_scalar(warmup, "warmup", low=0, integer=True)
+    names = list(candidates)
+    for _ in range(warmup):
+        for name in names:
+            candidates[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            start = time.perf_counter()
+            candidates[name]()
+            if sync is not None:
+                sync()
+            times[name].append(time.perf_counter() - start)
+    timings = {
+        name: Timing(times[name], _peak_memory(candidates[name], sync) if memory else None)
+        for name in names
+    }
+    return Comparison(label=label, size=size, reference=reference, timings=timings)
+
+
+def loglog_slope(sizes: Sequence[float], times: Sequence[float]) -> float:
+    """Least-squares slope of log(time) against log(size): how cost grows with work.
+
+    A slope of 2 means time grows like size squared.
+    """
+    x = np.log(np.asarray(sizes, dtype=float))
+    y = np.log(np.asarray(times, dtype=float))
+    if x.size < 2:
+        raise ValueError(f"need at least two sizes for a slope, got {x.size}")
+    return float(np.polyfit(x, y, 1)[0])
+
+
+@dataclass
+class BenchReport:
+    """A benchmark's comparisons, their fitted growth slopes and notes."""
+
+    name: str
+    comparisons: list[Comparison]
+    notes: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def slopes(self) -> dict[str, float]:
+        """Log-log slope of median time against size, per candidate (sized cases only)."""
+        sized = [c for c in self.comparisons if c.size is not None]
+        if len(sized) < 2:
+            return {}
+        names = [n for n in sized[0].timings if all(n in c.timings for c in sized)]
+        return {
+            n: loglog_slope([c.size for c in sized], [c.timings[n].median for c in sized])
+            for n in names
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for comp, raw in zip(self.comparisons, data["comparisons"], strict=True):
+            for name, t in comp.timings.items():
+                raw["timings"][name]["median"] = t.median
+                raw["timings"][name]["ratio"] = comp.ratio(name)
+        data["slopes"] = self.slopes()
+        return data
+
+    def write_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1))
+        return path
+
+    def render(self, console: Console | None = None) -> None:
+        """Print one table: per case and candidate, median time, ratio, memory, extras."""
+        console = console or Console()
+        extra_keys = list(
+            dict.fromkeys(k for c in self.comparisons for d in c.extra.values() for k in d)
+        )
+        table = Table(title=f"benchmark · {self.name}")
+        for col in ["case", "candidate", "median s", "ratio vs ref", "peak MiB", *extra_keys]:
+            table.add_column(col)
+        for c in self.comparisons:
+            for name, t in c.timings.items():
+                mem = "-" if t.peak_memory is None else f"{t.peak_memory / 2**20:.1f}"
+                ref = " (ref)" if name == c.reference else ""
+                extras = [format_value(c.extra.get(name, {}).get(k, math.nan)) for k in extra_keys]
+                table.add_row(c.label, name + ref, f"{t.median:.4g}", f"{c.ratio(name):.3f}", mem, *extras)
+        console.print(table)
+        slopes = self.slopes()
+        if slopes:
+            shown = ", ".join(f"{k}: {v:.2f}" for k, v in slopes.items())
+            console.print(f"log-log slope of time vs size: {shown}")
+        for note in self.notes:
+            console.print(f"- {note}")
+
+
+def make_report(name: str, comparisons: list[Comparison], *distributions: str, notes: Sequence[str] = ()) -> BenchReport:
+    """A :class:`BenchReport` with the environment recorded."""
+    return BenchReport(name, comparisons, list(notes), environment(*distributions))

@@ -1,0 +1,161 @@
+"""The ``icml25`` command: list, info, reproduce, bench."""
+
+from __future__ import annotations
+
+import importlib.util
+import traceback
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .bench import BenchReport
+from .experiment import PROFILES, Result, run_experiment
+from .method import Method, discover_methods, get_method
+from .progress import make_progress
+from .report import render_result, write_reports
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Reproduce and benchmark ICML 2025 methods installed from the icml25 packages.",
+)
+console = Console()
+
+
+def _method_or_exit(name: str) -> Method:
+    try:
+        return get_method(name)
+    except LookupError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+
+
+@app.command("list")
+def list_methods() -> None:
+    """List the installed methods."""
+    methods = discover_methods()
+    if not methods:
+        console.print("no icml25 method is installed")
+        return
+    for m in methods.values():
+        console.print(f"[bold]{m.name}[/bold] {m.version}  {m.summary}")
+
+
+@app.command()
+def info(name: str) -> None:
+    """Show a method's paper, version, experiments and benchmarks."""
+    m = _method_or_exit(name)
+    console.print(f"[bold]{m.name}[/bold] {m.version}")
+    console.print(f"{m.title}")
+    console.print(f"{', '.join(m.authors)} · {m.venue}")
+    console.print(m.url)
+    console.print(m.summary)
+    console.print(f"experiments: {', '.join(m.experiments) or 'none'}")
+    bench_dir = m.benchmarks_dir()
+    console.print(f"benchmarks: {bench_dir if bench_dir else 'not in this install (source checkout only)'}")
+
+
+@app.command()
+def reproduce(
+    names: Annotated[list[str] | None, typer.Argument(help="Method names; see `icml25 list`.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every installed method.")] = False,
+    profile: Annotated[str, typer.Option(help="quick (CPU, about a minute) or full.")] = "quick",
+    seeds: Annotated[int | None, typer.Option(min=1, help="Number of seeds (default: the experiment's).")] = None,
+    experiment: Annotated[str | None, typer.Option(help="Only this experiment.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default runs/<timestamp>).")] = None,
+) -> None:
+    """Run methods' claim experiments, print the claim tables, write the report.
+
+    Exits non-zero only if an experiment crashes: a claim that does not hold is a result.
+    """
+    if profile not in PROFILES:
+        console.print(f"[red]--profile must be one of {PROFILES}, got {profile!r}[/red]")
+        raise typer.Exit(2)
+    if all_ == bool(names):
+        console.print("[red]give method names or --all (not both)[/red]")
+        raise typer.Exit(2)
+    methods = list(discover_methods().values()) if all_ else [_method_or_exit(n) for n in names or []]
+    if experiment is not None and not any(experiment in m.experiments for m in methods):
+        console.print(f"[red]--experiment {experiment!r} is not an experiment of the chosen methods[/red]")
+        raise typer.Exit(2)
+    out_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    results: list[Result] = []
+    crashed: list[str] = []
+    for m in methods:
+        for exp_name in m.experiments:
+            if experiment is not None and exp_name != experiment:
+                continue
+            label = f"{m.name}:{exp_name}"
+            try:
+                exp = m.load_experiment(exp_name)
+                n = seeds or exp.default_seeds
+                with make_progress(transient=True) as progress:
+                    task = progress.add_task(f"{label} ({profile})", total=n)
+                    result = run_experiment(
+                        exp,
+                        method=m.name,
+                        profile=profile,
+                        seeds=n,
+                        out_dir=out_dir / m.name / exp_name,
+                        distributions=[m.name],
+                        on_seed_done=lambda _s, task=task, progress=progress: progress.advance(task),
+                    )
+            except Exception:
+                console.print(f"[red]{label} crashed:[/red]")
+                console.print(traceback.format_exc())
+                crashed.append(label)
+                continue
+            render_result(result, console)
+            results.append(result)
+    if results:
+        paths = write_reports(results, out_dir)
+        console.print(f"report: {paths['markdown']}  data: {paths['json']}")
+    if crashed:
+        console.print(f"[red]crashed: {', '.join(crashed)}[/red]")
+        raise typer.Exit(1)
+
+
+def _load_bench_module(path: Path):  # noqa: ANN202 - a module object
+    spec = importlib.util.spec_from_file_location(f"icml25_bench_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load benchmark file {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "run", None)):
+        raise AttributeError(f"benchmark file {path} must define run(smoke: bool) -> BenchReport")
+    return module
+
+
+@app.command()
+def bench(
+    name: str,
+    smoke: Annotated[bool, typer.Option(help="Tiny sizes, one repeat: checks the benchmark runs.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Folder for bench JSON (default runs/<timestamp>).")] = None,
+) -> None:
+    """Benchmark a method against the library a user would otherwise pick."""
+    m = _method_or_exit(name)
+    bench_dir = m.benchmarks_dir()
+    if bench_dir is None:
+        console.print(
+            f"[red]{m.name}'s benchmarks ship with its source tree (packages/{m.name}/benchmarks/), "
+            "not with the wheel; run this from a checkout of the icml25 repository[/red]"
+        )
+        raise typer.Exit(2)
+    out_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    files = sorted(bench_dir.glob("bench_*.py"))
+    if not files:
+        console.print(f"[red]no bench_*.py in {bench_dir}[/red]")
+        raise typer.Exit(2)
+    for path in files:
+        report: BenchReport = _load_bench_module(path).run(smoke=smoke)
+        report.render(console)
+        written = report.write_json(out_dir / m.name / f"{path.stem}{'-smoke' if smoke else ''}.json")
+        console.print(f"written: {written}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

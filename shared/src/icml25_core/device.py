@@ -1,0 +1,42 @@
+"""Device choice for torch code: cuda, then mps, then cpu."""
+
+from __future__ import annotations
+
+import os
+
+_VALID = ("cuda", "mps", "cpu")
+
+
+def select_device(preference: str | None = None) -> str:
+    """Name of the best available torch device.
+
+    Parameters
+    ----------
+    preference : {"cuda", "mps", "cpu"} or None
+        A device to insist on. ``None`` reads ``ICML25_DEVICE`` from the environment and
+        otherwise picks cuda, then mps, then cpu, whichever is available.
+
+    Returns
+    -------
+    str
+        ``"cuda"``, ``"mps"`` or ``"cpu"``. Without torch installed, always ``"cpu"``.
+    """
+    preference = preference or os.environ.get("ICML25_DEVICE") or None
+    if preference is not None and preference.split(":")[0] not in _VALID:
+        raise ValueError(f"preference must be one of {_VALID} (or 'cuda:N'), got {preference!r}")
+    try:
+        import torch
+    except ImportError:
+        if preference not in (None, "cpu"):
+            raise RuntimeError(f"device {preference!r} requested but torch is not installed")
+        return "cpu"
+    available = {
+        "cuda": torch.cuda.is_available(),
+        "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available(),
+        "cpu": True,
+    }
+    if preference is not None:
+        if not available[preference.split(":")[0]]:
+            raise RuntimeError(f"device {preference!r} requested but it is not available here")
+        return preference
+    return next(name for name in _VALID if available[name])

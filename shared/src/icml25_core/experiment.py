@@ -1,0 +1,222 @@
+"""The experiment harness.
+
+An experiment checks one claim of a paper. It runs once per seed,
+``run(profile, seed, out_dir) -> list[Row]``, each :class:`Row` holding one method's or
+baseline's metrics in one setting; then ``judge(rows)`` decides over all seeds whether the
+claim held and says why. :func:`run_experiment` ties these together into a :class:`Result`.
+
+A claim that does not hold is a result, not an error: ``Result.held`` is ``False`` and the
+verdict explains it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .environment import environment
+from .validation import check_choice
+
+Profile = Literal["quick", "full"]
+PROFILES: tuple[str, ...] = ("quick", "full")
+Setting = dict[str, str | int | float]
+
+
+@dataclass
+class Row:
+    """One method (or baseline) in one setting for one seed.
+
+    Attributes
+    ----------
+    method : str
+        Who produced the numbers, e.g. ``"gsb-sinkhorn"`` or ``"POT sinkhorn_log"``.
+    seed : int
+        The seed of the run.
+    metrics : dict of str to float
+        Measured values. NaN marks a value that does not apply.
+    setting : dict
+        What was varied, e.g. ``{"divergence": "kl", "n": 200}``.
+    baseline : bool
+        ``True`` for a baseline or peer, ``False`` for the package's own method.
+    curves : dict of str to list of float
+        Optional series for plots (for example residual per iteration).
+    """
+
+    method: str
+    seed: int
+    metrics: dict[str, float]
+    setting: Setting = field(default_factory=dict)
+    baseline: bool = False
+    curves: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a claim held over all seeds, and the numbers that decided it."""
+
+    held: bool
+    summary: str
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A claim and how to check it.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier, e.g. ``"linear-convergence"``.
+    claim : str
+        The paper's claim in words, with the margin that counts as holding.
+    run : callable
+        ``run(profile, seed, out_dir) -> list[Row]``.
+    judge : callable
+        ``judge(rows) -> Verdict`` over the rows of every seed.
+    plot : callable, optional
+        ``plot(rows, out_dir) -> list[Path]`` writing PNG figures.
+    default_seeds : int
+        Seeds used when the caller does not say.
+    """
+
+    name: str
+    claim: str
+    run: Callable[[str, int, Path], list[Row]]
+    judge: Callable[[list[Row]], Verdict]
+    plot: Callable[[list[Row], Path], list[Path]] | None = None
+    default_seeds: int = 3
+
+
+@dataclass
+class Result:
+    """Everything one experiment produced, ready for reports."""
+
+    method: str
+    experiment: str
+    claim: str
+    profile: str
+    seeds: list[int]
+    rows: list[Row]
+    held: bool
+    verdict: str
+    wall_time_s: float
+    environment: dict[str, str]
+    figures: list[str] = field(default_factory=list)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Rows aggregated over seeds: one entry per (method, setting) with mean and std.
+
+        Returns
+        -------
+        list of dict
+            Each has ``method``, ``baseline``, ``setting``, ``seeds`` and ``metrics``, the
+            latter mapping a metric name to ``(mean, std)`` over the seeds that reported it.
+        """
+        groups: dict[tuple[str, str], list[Row]] = {}
+        for row in self.rows:
+            key = (row.method, json.dumps(row.setting, sort_keys=True))
+            groups.setdefault(key, []).append(row)
+        out = []
+        for (method, _), rows in groups.items():
+            names = list(dict.fromkeys(k for r in rows for k in r.metrics))
+            metrics = {}
+            for name in names:
+                vals = np.array([r.metrics[name] for r in rows if name in r.metrics], dtype=float)
+                vals = vals[~np.isnan(vals)]
+                if vals.size == 0:
+                    metrics[name] = (math.nan, math.nan)
+                else:
+                    metrics[name] = (float(vals.mean()), float(vals.std(ddof=1)) if vals.size > 1 else 0.0)
+            out.append(
+                {
+                    "method": method,
+                    "baseline": rows[0].baseline,
+                    "setting": rows[0].setting,
+                    "seeds": len(rows),
+                    "metrics": metrics,
+                }
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (curves included)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Rebuild a result from :meth:`to_dict` output (for example a ``results.json``)."""
+        data = dict(data)
+        data["rows"] = [Row(**r) for r in data["rows"]]
+        return cls(**data)
+
+
+def run_experiment(
+    experiment: Experiment,
+    *,
+    method: str,
+    profile: str = "quick",
+    seeds: int | Sequence[int] | None = None,
+    out_dir: str | Path,
+    distributions: Sequence[str] = (),
+    on_seed_done: Callable[[int], None] | None = None,
+) -> Result:
+    """Run ``experiment`` for every seed, judge the claim, draw its plots.
+
+    Parameters
+    ----------
+    experiment : Experiment
+        What to run.
+    method : str
+        The method package's name (recorded in the result).
+    profile : {"quick", "full"}
+        ``quick`` runs on a laptop CPU in about a minute; ``full`` comes closer to the paper.
+    seeds : int or sequence of int, optional
+        A count ``N`` (seeds ``0..N-1``) or explicit seeds; defaults to the experiment's.
+    out_dir : path
+        Where per-experiment files (plots) go; created if missing.
+    distributions : sequence of str
+        Extra distributions whose versions go into the environment record.
+    on_seed_done : callable, optional
+        Called with each seed after it finishes (progress reporting).
+    """
+    check_choice(profile, "profile", PROFILES)
+    if seeds is None:
+        seeds = experiment.default_seeds
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ValueError(f"seeds must be a positive count or a list of seeds, got {seeds}")
+        seed_list = list(range(seeds))
+    else:
+        seed_list = [int(s) for s in seeds]
+        if not seed_list:
+            raise ValueError("seeds must not be empty")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows: list[Row] = []
+    for seed in seed_list:
+        rows.extend(experiment.run(profile, seed, out))
+        if on_seed_done is not None:
+            on_seed_done(seed)
+    verdict = experiment.judge(rows)
+    wall = time.perf_counter() - start
+    figures = [str(p) for p in experiment.plot(rows, out)] if experiment.plot else []
+    return Result(
+        method=method,
+        experiment=experiment.name,
+        claim=experiment.claim,
+        profile=profile,
+        seeds=seed_list,
+        rows=rows,
+        held=verdict.held,
+        verdict=verdict.summary,
+        wall_time_s=wall,
+        environment=environment(method, *distributions),
+        figures=figures,
+    )

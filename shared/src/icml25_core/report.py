@@ -1,0 +1,174 @@
+"""Reports: a terminal table, ``report.md``, ``results.json`` and PNG plots."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .experiment import Result
+
+
+def format_value(mean: float, std: float | None = None) -> str:
+    """``mean ± std`` with four significant digits; ``-`` for NaN."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "-"
+
+    def one(v: float) -> str:
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+            return f"{v:.3e}"
+        return f"{v:.4g}"
+
+    if std is None or std == 0 or math.isnan(std):
+        return one(mean)
+    return f"{one(mean)} ± {one(std)}"
+
+
+def _columns(result: Result) -> tuple[list[str], list[str]]:
+    summary = result.summary()
+    setting_keys = list(dict.fromkeys(k for s in summary for k in s["setting"]))
+    metric_keys = list(dict.fromkeys(k for s in summary for k in s["metrics"]))
+    return setting_keys, metric_keys
+
+
+def _table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
+    setting_keys, metric_keys = _columns(result)
+    header = ["method", *setting_keys, "seeds", *metric_keys]
+    body = []
+    for s in result.summary():
+        name = s["method"] + (" (baseline)" if s["baseline"] else "")
+        cells = [name, *(str(s["setting"].get(k, "")) for k in setting_keys), str(s["seeds"])]
+        cells += [format_value(*s["metrics"][k]) if k in s["metrics"] else "" for k in metric_keys]
+        body.append(cells)
+    return header, body
+
+
+def render_result(result: Result, console: Console | None = None) -> None:
+    """Print the claim, the aggregated table and the verdict."""
+    console = console or Console()
+    header, body = _table_rows(result)
+    status = "[green]HELD[/green]" if result.held else "[red]DID NOT HOLD[/red]"
+    table = Table(
+        title=f"{result.method} · {result.experiment} · profile={result.profile} · "
+        f"seeds={result.seeds}",
+        caption=f"{result.wall_time_s:.1f} s",
+    )
+    for col in header:
+        table.add_column(col, overflow="fold")
+    for cells in body:
+        table.add_row(*cells)
+    console.print(f"[bold]Claim:[/bold] {result.claim}")
+    console.print(table)
+    console.print(f"{status}: {result.verdict}\n")
+
+
+def markdown_table(result: Result) -> str:
+    """The aggregated table of ``result`` as GitHub Markdown (mean ± std over seeds)."""
+    header, body = _table_rows(result)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines)
+
+
+def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, Path]:
+    """Write ``report.md`` and ``results.json`` for ``results`` into ``out_dir``.
+
+    Returns
+    -------
+    dict
+        ``{"markdown": path, "json": path}``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = ["# icml25 reproduction report", ""]
+    for r in results:
+        status = "held" if r.held else "did NOT hold"
+        parts += [
+            f"## {r.method} · {r.experiment}",
+            "",
+            f"**Claim.** {r.claim}",
+            "",
+            f"**Result: {status}.** {r.verdict}",
+            "",
+            f"Profile `{r.profile}`, seeds {r.seeds}, {r.wall_time_s:.1f} s. "
+            "Values are mean ± std over seeds.",
+            "",
+            markdown_table(r),
+            "",
+        ]
+        for fig in r.figures:
+            rel = Path(fig).resolve().relative_to(out.resolve()) if Path(fig).is_absolute() else fig
+            parts += [f"![{Path(fig).stem}]({rel})", ""]
+        env = ", ".join(f"{k} {v}" for k, v in r.environment.items())
+        parts += [f"<sub>Environment: {env}</sub>", ""]
+    md_path = out / "report.md"
+    md_path.write_text("\n".join(parts))
+    json_path = out / "results.json"
+    json_path.write_text(json.dumps([r.to_dict() for r in results], indent=1, default=_json_default))
+    return {"markdown": md_path, "json": json_path}
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def line_panels(
+    panels: Mapping[str, Sequence[Mapping[str, Any]]],
+    path: str | Path,
+    *,
+    xlabel: str,
+    ylabel: str,
+    logy: bool = False,
+    title: str | None = None,
+) -> Path:
+    """Draw one subplot per panel, several lines per subplot, into a PNG.
+
+    Parameters
+    ----------
+    panels : mapping of str to sequence of dict
+        Panel title -> lines; each line has ``x``, ``y``, ``label`` and optional
+        ``style`` (a matplotlib format string such as ``"--"``).
+    path : path
+        The PNG to write.
+    xlabel, ylabel : str
+        Axis labels shared by all panels.
+    logy : bool
+        Logarithmic y axis.
+    title : str, optional
+        Figure title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    n = max(len(panels), 1)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    for ax, (name, lines) in zip(axes[0], panels.items(), strict=False):
+        for line in lines:
+            ax.plot(line["x"], line["y"], line.get("style", "-"), label=line.get("label"))
+        ax.set_title(name)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if logy:
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        if any(line.get("label") for line in lines):
+            ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

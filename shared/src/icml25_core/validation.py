@@ -1,0 +1,119 @@
+"""Input checks that raise clear errors naming the argument and the expectation.
+
+The helpers accept NumPy arrays and torch tensors alike (anything with ``shape`` and the
+usual reductions) and never copy a tensor off its device.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _all(mask: Any) -> bool:
+    return bool(mask.all())
+
+
+def check_array(
+    x: Any,
+    name: str,
+    *,
+    ndim: int | None = None,
+    shape: Sequence[int | None] | None = None,
+    finite: bool = True,
+    nonnegative: bool = False,
+    positive: bool = False,
+    nonempty: bool = True,
+) -> Any:
+    """Check an array or tensor and return it unchanged.
+
+    Parameters
+    ----------
+    x : array_like or torch.Tensor
+        The value to check. Python lists are converted with :func:`numpy.asarray`.
+    name : str
+        The argument's name, used in the error message.
+    ndim : int, optional
+        Required number of dimensions.
+    shape : sequence of int or None, optional
+        Required shape; ``None`` entries match any length.
+    finite, nonnegative, positive, nonempty : bool
+        Require no NaN/inf, all ``>= 0``, all ``> 0``, at least one element.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not numeric.
+    ValueError
+        If a requirement fails; the message names ``name`` and the expectation.
+    """
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        x = np.asarray(x)
+    if not _is_torch(x) and not np.issubdtype(np.asarray(x).dtype, np.number):
+        raise TypeError(f"{name} must be numeric, got dtype {x.dtype}")
+    if _is_torch(x) and (x.dtype.is_complex or str(x.dtype) == "torch.bool"):
+        raise TypeError(f"{name} must be a real numeric tensor, got dtype {x.dtype}")
+    if ndim is not None and len(x.shape) != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {tuple(x.shape)}")
+    if shape is not None:
+        expected = tuple(shape)
+        got = tuple(int(s) for s in x.shape)
+        if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got, strict=False)):
+            shown = tuple("any" if e is None else e for e in expected)
+            raise ValueError(f"{name} must have shape {shown}, got {got}")
+    size = math.prod(int(s) for s in x.shape)
+    if nonempty and size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
+    if size == 0:
+        return x
+    if finite:
+        finite_mask = x.isfinite() if _is_torch(x) else np.isfinite(x)
+        if not _all(finite_mask):
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if positive and not _all(x > 0):
+        raise ValueError(f"{name} must be strictly positive, got minimum {float(x.min())!r}")
+    if nonnegative and not _all(x >= 0):
+        raise ValueError(f"{name} must be non-negative, got minimum {float(x.min())!r}")
+    return x
+
+
+def check_scalar(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    integer: bool = False,
+) -> Any:
+    """Check a real (or integer) scalar against an interval and return it unchanged."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        expected = "an integer" if integer else "a real number"
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
+    if not integer and not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and (value < low or (value == low and not low_inclusive)):
+        op = ">=" if low_inclusive else ">"
+        raise ValueError(f"{name} must be {op} {low}, got {value!r}")
+    if high is not None and (value > high or (value == high and not high_inclusive)):
+        op = "<=" if high_inclusive else "<"
+        raise ValueError(f"{name} must be {op} {high}, got {value!r}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
+    """Check that ``value`` is one of ``choices`` and return it."""
+    options = list(choices)
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
