@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 import traceback
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +23,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Reproduce and benchmark ICML 2025 methods installed from the icml25 packages.",
 )
-console = Console()
+# Outside a terminal (CI logs, pipes) rich would wrap wide claim tables at 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 200)
 
 
 def _method_or_exit(name: str) -> Method:
