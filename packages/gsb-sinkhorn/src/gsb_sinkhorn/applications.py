@@ -134,9 +134,9 @@ def random_bipartite_graph(
     """
     r, c = _margins(row_degrees, col_degrees, "row_degrees", "col_degrees")
     if r.max() > c.size:
-        raise ValueError(f"row_degrees must be at most the number of columns {c.size}, got max {r.max()!r}")
+        raise ValueError(f"row_degrees must be at most the number of columns {c.size}, got max {float(r.max())!r}")
     if c.max() > r.size:
-        raise ValueError(f"col_degrees must be at most the number of rows {r.size}, got max {c.max()!r}")
+        raise ValueError(f"col_degrees must be at most the number of rows {r.size}, got max {float(c.max())!r}")
     if not gale_ryser_feasible(r, c):
         raise ValueError(
             "row_degrees and col_degrees fail the Gale-Ryser condition: no bipartite graph "

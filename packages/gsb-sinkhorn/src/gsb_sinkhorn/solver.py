@@ -137,15 +137,16 @@ def _newton_step(
         if R is not None:
             p, d = R * p, R * d
             if mask is not None:
-                zero = nx.zeros(p.shape, type_as=p)
-                p, d = nx.where(mask, p, zero), nx.where(mask, d, zero)
+                zeros = nx.zeros(p.shape, type_as=p)
+                p, d = nx.where(mask, p, zeros), nx.where(mask, d, zeros)
         h = nx.sum(p, axis=axis) - target
         if first_residual is None:
             first_residual = nx.where(inside, h, inf)
         deriv = nx.sum(d, axis=axis)
         lo = nx.where(h < 0, x, lo)
         hi = nx.where(h > 0, x, hi)
-        newton = x - h / deriv
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = x - h / deriv  # a vanishing derivative gives inf: not ok, bisect instead
         dx = newton - x
         done = (nx.abs(h) <= inner_rtol * target) | (nx.abs(dx) <= 4 * eps * nx.maximum(nx.abs(x), 1.0 + 0 * x))
         if bool(done.all()):

@@ -1,0 +1,159 @@
+"""Oracle and unit tests of the generalized Sinkhorn solver."""
+
+import math
+
+import numpy as np
+import ot
+import pytest
+from gsb_sinkhorn import (
+    ConvergenceWarning,
+    Divergence,
+    dual_lbfgs,
+    dual_objective,
+    marginal_error,
+    primal_objective,
+    sinkhorn,
+)
+
+DIVS = ["kl", "logistic", "contingency"]
+
+
+def ot_problem(n, m, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.random(n) + 0.1, rng.random(m) + 0.1
+    return a / a.sum(), b / b.sum(), ot.dist(rng.random((n, 2)), rng.random((m, 2)))
+
+
+def feasible_problem(n, m, seed):
+    """Marginals of a matrix with entries in (0.05, 0.95): strictly feasible for all divergences."""
+    rng = np.random.default_rng(seed)
+    P0 = rng.uniform(0.05, 0.95, size=(n, m))
+    return P0.sum(1), P0.sum(0), ot.dist(rng.random((n, 2)), rng.random((m, 2)))
+
+
+@pytest.mark.parametrize(("n", "m", "reg"), [(5, 5, 1.0), (7, 13, 0.1), (40, 25, 0.05), (30, 60, 0.01)])
+def test_kl_equals_pot_log_domain(n, m, reg):
+    a, b, C = ot_problem(n, m, seed=n + m)
+    P = sinkhorn(a, b, C, "kl", reg=reg, tol=1e-13, max_iter=100000)
+    Q = ot.sinkhorn(a, b, C, reg, method="sinkhorn_log", stopThr=1e-14, numItermax=100000)
+    np.testing.assert_allclose(P, Q, atol=1e-8, rtol=0)
+
+
+@pytest.mark.parametrize("divergence", DIVS)
+@pytest.mark.parametrize(("n", "m"), [(6, 9), (30, 20)])
+def test_marginals_reached(divergence, n, m):
+    a, b, C = feasible_problem(n, m, seed=1)
+    P, log = sinkhorn(a, b, C, divergence, reg=0.2, tol=1e-11, log=True)
+    assert log["converged"]
+    np.testing.assert_allclose(P.sum(1), a, rtol=1e-9)
+    np.testing.assert_allclose(P.sum(0), b, rtol=1e-9)
+    assert marginal_error(P, a, b) <= 2e-11 * a.sum()
+
+
+@pytest.mark.parametrize("divergence", DIVS)
+def test_dual_matches_generic_solver_and_strong_duality(divergence):
+    a, b, C = feasible_problem(6, 5, seed=3)
+    reg = 0.5
+    P, log = sinkhorn(a, b, C, divergence, reg=reg, tol=1e-12, log=True)
+    _, llog = dual_lbfgs(a, b, C, divergence, reg=reg, tol=1e-12, log=True)
+    ours = dual_objective(a, b, C, log["f"], log["g"], divergence, reg)
+    generic = dual_objective(a, b, C, llog["f"], llog["g"], divergence, reg)
+    scale = abs(ours) + 1.0
+    # Sinkhorn's point is at least as good as scipy's and equal to it up to solver noise
+    assert ours >= generic - 1e-9 * scale
+    assert ours == pytest.approx(generic, abs=1e-6 * scale)
+    # strong duality: primal value of the plan equals the dual value of the potentials
+    assert primal_objective(P, C, divergence, reg) == pytest.approx(ours, abs=1e-8 * scale)
+
+
+def test_logistic_plan_entries_and_dual_gradient():
+    a, b, C = feasible_problem(12, 8, seed=4)
+    P, log = sinkhorn(a, b, C, "logistic", reg=0.3, log=True)
+    assert np.all((P > 0) & (P < 1))
+    # the plan is psi of the potentials
+    t = (log["f"][:, None] + log["g"][None, :] - C) / 0.3
+    np.testing.assert_allclose(P, 1 / (1 + np.exp(-t)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("divergence", DIVS)
+def test_residual_ratios_below_one(divergence):
+    a, b, C = feasible_problem(40, 40, seed=5)
+    _, log = sinkhorn(a, b, C, divergence, reg=0.1, tol=1e-10, log=True)
+    r = log["residuals"]
+    assert r.size >= 3
+    assert np.max(r[1:] / r[:-1]) < 1.0
+
+
+def test_user_defined_exp_matches_kl_closed_form():
+    """The Newton path with psi = exp must reproduce the closed-form KL update."""
+    a, b, C = feasible_problem(15, 10, seed=6)
+    custom = Divergence("exp-newton", psi=np.exp, dpsi=np.exp, conjugate=np.exp)
+    P1 = sinkhorn(a, b, C, custom, reg=0.2, tol=1e-12)
+    P2 = sinkhorn(a, b, C, "kl", reg=0.2, tol=1e-12)
+    np.testing.assert_allclose(P1, P2, rtol=1e-9)
+
+
+def test_user_defined_bounded_domain():
+    """psi(t) = -1/t on t < 0 (phi = -log x): Newton must stay inside the domain."""
+    a, b, C = feasible_problem(8, 8, seed=7)
+    burg = Divergence("burg", psi=lambda t: -1 / t, dpsi=lambda t: 1 / t**2, domain=(-math.inf, 0.0))
+    P, log = sinkhorn(a, b, C, burg, reg=0.5, tol=1e-11, log=True)
+    assert log["converged"]
+    np.testing.assert_allclose(P.sum(1), a, rtol=1e-10)
+    t = (log["f"][:, None] + log["g"][None, :] - C) / 0.5
+    assert np.all(t < 0)
+
+
+def test_reference_measure_zeros_are_kept():
+    a, b, C = feasible_problem(6, 6, seed=8)
+    R = np.ones((6, 6))
+    R[0, 0] = R[3, 2] = 0.0
+    for div in DIVS:
+        P = sinkhorn(a, b, C, div, reg=0.5, R=R, tol=1e-11)
+        assert P[0, 0] == 0.0
+        assert P[3, 2] == 0.0
+        np.testing.assert_allclose(P.sum(0), b, rtol=1e-9)
+
+
+def test_reference_measure_kl_is_kernel_weighting():
+    """With KL, R multiplies the Gibbs kernel: same as POT on cost C - reg*log R."""
+    a, b, C = ot_problem(7, 9, seed=9)
+    R = np.random.default_rng(9).uniform(0.5, 2.0, (7, 9))
+    P = sinkhorn(a, b, C, "kl", reg=0.3, R=R, tol=1e-13)
+    Q = ot.sinkhorn(a, b, C - 0.3 * np.log(R), 0.3, method="sinkhorn_log", stopThr=1e-14, numItermax=10000)
+    np.testing.assert_allclose(P, Q, atol=1e-9)
+
+
+@pytest.mark.parametrize("divergence", DIVS)
+def test_zero_marginals_give_zero_rows_and_columns(divergence):
+    a, b, C = feasible_problem(7, 6, seed=10)
+    a[2] = 0.0
+    b[4] = 0.0
+    b *= a.sum() / b.sum()
+    P, log = sinkhorn(a, b, C, divergence, reg=0.5, tol=1e-11, log=True)
+    assert np.all(P[2] == 0) and np.all(P[:, 4] == 0)
+    assert log["f"][2] == -math.inf and log["g"][4] == -math.inf
+    np.testing.assert_allclose(P.sum(1), a, rtol=1e-9, atol=1e-12)
+
+
+def test_non_convergence_warns_and_says_so():
+    a, b, C = feasible_problem(20, 20, seed=11)
+    with pytest.warns(ConvergenceWarning, match="did not reach tol"):
+        _, log = sinkhorn(a, b, C, "contingency", reg=0.05, max_iter=3, log=True)
+    assert log["converged"] is False
+    assert log["n_iter"] == 3
+
+
+def test_scale_invariance_of_cost_and_reg():
+    """Scaling C and reg together leaves the plan unchanged."""
+    a, b, C = feasible_problem(9, 7, seed=12)
+    for div in DIVS:
+        P1 = sinkhorn(a, b, C, div, reg=0.4, tol=1e-12)
+        P2 = sinkhorn(a, b, 3.0 * C, div, reg=1.2, tol=1e-12)
+        np.testing.assert_allclose(P1, P2, rtol=1e-8)
+
+
+def test_lists_are_accepted():
+    P = sinkhorn([0.5, 0.5], [0.5, 0.5], [[0.0, 1.0], [1.0, 0.0]], reg=1.0)
+    assert isinstance(P, np.ndarray)
+    np.testing.assert_allclose(P.sum(0), [0.5, 0.5])

@@ -1,0 +1,88 @@
+"""Bad input gets a clear ValueError naming the argument."""
+
+import math
+
+import numpy as np
+import pytest
+from gsb_sinkhorn import Divergence, random_bipartite_graph, sinkhorn
+
+A = np.array([0.5, 0.5])
+B = np.array([0.25, 0.75])
+C = np.array([[0.0, 1.0], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"a": np.array([-0.5, 1.5])}, "a must be non-negative"),
+        ({"b": np.array([np.nan, 1.0])}, "b must be finite"),
+        ({"C": np.array([[0.0, np.inf], [1.0, 0.0]])}, "C must be finite"),
+        ({"b": np.array([0.5, 0.6])}, r"same total mass: sum\(a\) = 1.0, sum\(b\) = 1.1"),
+        ({"b": np.array([0.2, 0.3, 0.5])}, r"b must have shape \(2,\)"),
+        ({"C": np.ones(4)}, "C must be 2-dimensional"),
+        ({"reg": 0.0}, "reg must be > 0"),
+        ({"reg": -1.0}, "reg must be > 0"),
+        ({"tol": 0.0}, "tol must be > 0"),
+        ({"divergence": "hellinger"}, "divergence must be one of"),
+        ({"R": -np.ones((2, 2))}, "R must be non-negative"),
+        ({"a": np.zeros(2), "b": np.zeros(2)}, "positive total mass"),
+    ],
+)
+def test_bad_input(kwargs, match):
+    args = {"a": A, "b": B, "C": C} | kwargs
+    with pytest.raises(ValueError, match=match):
+        sinkhorn(**args)
+
+
+def test_max_iter_must_be_integer():
+    with pytest.raises(TypeError, match="max_iter must be an integer"):
+        sinkhorn(A, B, C, max_iter=10.5)
+
+
+def test_logistic_marginal_above_reachable_is_infeasible():
+    # each entry is below 1, so a row sum of 2 over 2 columns cannot be reached
+    with pytest.raises(ValueError, match=r"a\[0\] = 2.0 is not below its largest reachable value 2.0"):
+        sinkhorn(np.array([2.0, 0.5]), np.array([1.25, 1.25]), np.zeros((2, 2)), "logistic")
+
+
+def test_reference_disconnecting_a_row_is_infeasible():
+    R = np.array([[0.0, 0.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match=r"a\[0\] > 0 but R has no positive entry"):
+        sinkhorn(A, B, C, R=R)
+
+
+def test_psi_not_increasing_is_rejected():
+    with pytest.raises(ValueError, match="strictly increasing"):
+        Divergence("bad", psi=lambda t: -np.exp(t), dpsi=lambda t: np.exp(t))
+
+
+def test_wrong_derivative_is_rejected():
+    with pytest.raises(ValueError, match="does not match the derivative"):
+        Divergence("bad", psi=np.exp, dpsi=lambda t: 2 * np.exp(t))
+
+
+def test_bad_domain_is_rejected():
+    with pytest.raises(ValueError, match="domain must be an interval"):
+        Divergence("bad", psi=np.exp, dpsi=np.exp, domain=(1.0, -1.0))
+
+
+def test_infeasible_degree_sequence():
+    # row degree 3 needs 3 columns with an edge, but only 2 columns have positive degree
+    with pytest.raises(ValueError, match="Gale-Ryser"):
+        random_bipartite_graph([3, 1], [2, 2, 0])
+
+
+def test_degree_above_other_side_size():
+    with pytest.raises(ValueError, match="row_degrees must be at most the number of columns 2"):
+        random_bipartite_graph([3, 1], [2, 2])
+
+
+def test_unequal_degree_sums():
+    with pytest.raises(ValueError, match="equal sums"):
+        random_bipartite_graph([1, 1], [1, 2])
+
+
+def test_degenerate_domain_is_rejected():
+    with pytest.raises(ValueError, match="domain"):
+        Divergence("bad", psi=lambda t: -1 / t, dpsi=lambda t: 1 / t**2, domain=(0.0, 0.0))
+    assert math.isinf(Divergence("ok", psi=np.exp, dpsi=np.exp).domain[1])
