@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from gsb_sinkhorn import (
     gale_ryser_feasible,
     random_bipartite_graph,

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from gsb_sinkhorn.experiments import LINEAR_CONVERGENCE, R2_MIN, fit_rate
 from icml25_core import run_experiment
 
@@ -15,8 +16,15 @@ def test_fit_rate_recovers_a_geometric_sequence():
 
 @pytest.mark.claim
 def test_linear_convergence_quick(tmp_path):
-    result = run_experiment(LINEAR_CONVERGENCE, method="gsb-sinkhorn", profile="quick", seeds=[0], out_dir=tmp_path)
-    ours = [r for r in result.rows if r.method == "gsb-sinkhorn" and r.setting["divergence"] in ("kl", "logistic", "contingency")]
+    result = run_experiment(
+        LINEAR_CONVERGENCE, method="gsb-sinkhorn", profile="quick", seeds=[0], out_dir=tmp_path
+    )
+    ours = [
+        r
+        for r in result.rows
+        if r.method == "gsb-sinkhorn"
+        and r.setting["divergence"] in ("kl", "logistic", "contingency")
+    ]
     assert len(ours) == 6
     # margin: every fitted rate is at most 0.95 (well below 1) and the fit is a straight line
     for row in ours:
@@ -28,5 +36,7 @@ def test_linear_convergence_quick(tmp_path):
     # the KL rate agrees with POT's log-domain Sinkhorn (same algorithm) within 5%
     for n in (50, 200):
         mine = next(r for r in ours if r.setting == {"divergence": "kl", "n": n}).metrics["rate"]
-        pot = next(r for r in result.rows if r.method == "POT sinkhorn_log" and r.setting["n"] == n).metrics["rate"]
+        pot = next(
+            r for r in result.rows if r.method == "POT sinkhorn_log" and r.setting["n"] == n
+        ).metrics["rate"]
         assert mine == pytest.approx(pot, rel=0.05)

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import ot
 import pytest
+
 from gsb_sinkhorn import (
     ConvergenceWarning,
     Divergence,
@@ -31,7 +32,9 @@ def feasible_problem(n, m, seed):
     return P0.sum(1), P0.sum(0), ot.dist(rng.random((n, 2)), rng.random((m, 2)))
 
 
-@pytest.mark.parametrize(("n", "m", "reg"), [(5, 5, 1.0), (7, 13, 0.1), (40, 25, 0.05), (30, 60, 0.01)])
+@pytest.mark.parametrize(
+    ("n", "m", "reg"), [(5, 5, 1.0), (7, 13, 0.1), (40, 25, 0.05), (30, 60, 0.01)]
+)
 def test_kl_equals_pot_log_domain(n, m, reg):
     a, b, C = ot_problem(n, m, seed=n + m)
     P = sinkhorn(a, b, C, "kl", reg=reg, tol=1e-13, max_iter=100000)
@@ -96,7 +99,9 @@ def test_user_defined_exp_matches_kl_closed_form():
 def test_user_defined_bounded_domain():
     """psi(t) = -1/t on t < 0 (phi = -log x): Newton must stay inside the domain."""
     a, b, C = feasible_problem(8, 8, seed=7)
-    burg = Divergence("burg", psi=lambda t: -1 / t, dpsi=lambda t: 1 / t**2, domain=(-math.inf, 0.0))
+    burg = Divergence(
+        "burg", psi=lambda t: -1 / t, dpsi=lambda t: 1 / t**2, domain=(-math.inf, 0.0)
+    )
     P, log = sinkhorn(a, b, C, burg, reg=0.5, tol=1e-11, log=True)
     assert log["converged"]
     np.testing.assert_allclose(P.sum(1), a, rtol=1e-10)
@@ -120,7 +125,9 @@ def test_reference_measure_kl_is_kernel_weighting():
     a, b, C = ot_problem(7, 9, seed=9)
     R = np.random.default_rng(9).uniform(0.5, 2.0, (7, 9))
     P = sinkhorn(a, b, C, "kl", reg=0.3, R=R, tol=1e-13)
-    Q = ot.sinkhorn(a, b, C - 0.3 * np.log(R), 0.3, method="sinkhorn_log", stopThr=1e-14, numItermax=10000)
+    Q = ot.sinkhorn(
+        a, b, C - 0.3 * np.log(R), 0.3, method="sinkhorn_log", stopThr=1e-14, numItermax=10000
+    )
     np.testing.assert_allclose(P, Q, atol=1e-9)
 
 

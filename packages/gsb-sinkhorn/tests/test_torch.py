@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from gsb_sinkhorn import dual_objective, sinkhorn
 from icml25_core import select_device
 

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from gsb_sinkhorn import Divergence, random_bipartite_graph, sinkhorn
 
 A = np.array([0.5, 0.5])
@@ -41,7 +42,9 @@ def test_max_iter_must_be_integer():
 
 def test_logistic_marginal_above_reachable_is_infeasible():
     # each entry is below 1, so a row sum of 2 over 2 columns cannot be reached
-    with pytest.raises(ValueError, match=r"a\[0\] = 2.0 is not below its largest reachable value 2.0"):
+    with pytest.raises(
+        ValueError, match=r"a\[0\] = 2.0 is not below its largest reachable value 2.0"
+    ):
         sinkhorn(np.array([2.0, 0.5]), np.array([1.25, 1.25]), np.zeros((2, 2)), "logistic")
 
 

@@ -202,7 +202,9 @@ class BenchReport:
                 mem = "-" if t.peak_memory is None else f"{t.peak_memory / 2**20:.1f}"
                 ref = " (ref)" if name == c.reference else ""
                 extras = [format_value(c.extra.get(name, {}).get(k, math.nan)) for k in extra_keys]
-                table.add_row(c.label, name + ref, f"{t.median:.4g}", f"{c.ratio(name):.3f}", mem, *extras)
+                table.add_row(
+                    c.label, name + ref, f"{t.median:.4g}", f"{c.ratio(name):.3f}", mem, *extras
+                )
         console.print(table)
         slopes = self.slopes()
         if slopes:
@@ -212,6 +214,8 @@ class BenchReport:
             console.print(f"- {note}")
 
 
-def make_report(name: str, comparisons: list[Comparison], *distributions: str, notes: Sequence[str] = ()) -> BenchReport:
+def make_report(
+    name: str, comparisons: list[Comparison], *distributions: str, notes: Sequence[str] = ()
+) -> BenchReport:
     """A :class:`BenchReport` with the environment recorded."""
     return BenchReport(name, comparisons, list(notes), environment(*distributions))

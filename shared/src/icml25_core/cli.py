@@ -57,17 +57,25 @@ def info(name: str) -> None:
     console.print(m.summary)
     console.print(f"experiments: {', '.join(m.experiments) or 'none'}")
     bench_dir = m.benchmarks_dir()
-    console.print(f"benchmarks: {bench_dir if bench_dir else 'not in this install (source checkout only)'}")
+    console.print(
+        f"benchmarks: {bench_dir if bench_dir else 'not in this install (source checkout only)'}"
+    )
 
 
 @app.command()
 def reproduce(
-    names: Annotated[list[str] | None, typer.Argument(help="Method names; see `icml25 list`.")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Method names; see `icml25 list`.")
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every installed method.")] = False,
     profile: Annotated[str, typer.Option(help="quick (CPU, about a minute) or full.")] = "quick",
-    seeds: Annotated[int | None, typer.Option(min=1, help="Number of seeds (default: the experiment's).")] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, help="Number of seeds (default: the experiment's).")
+    ] = None,
     experiment: Annotated[str | None, typer.Option(help="Only this experiment.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Output folder (default runs/<timestamp>).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default runs/<timestamp>).")
+    ] = None,
 ) -> None:
     """Run methods' claim experiments, print the claim tables, write the report.
 
@@ -79,9 +87,13 @@ def reproduce(
     if all_ == bool(names):
         console.print("[red]give method names or --all (not both)[/red]")
         raise typer.Exit(2)
-    methods = list(discover_methods().values()) if all_ else [_method_or_exit(n) for n in names or []]
+    methods = (
+        list(discover_methods().values()) if all_ else [_method_or_exit(n) for n in names or []]
+    )
     if experiment is not None and not any(experiment in m.experiments for m in methods):
-        console.print(f"[red]--experiment {experiment!r} is not an experiment of the chosen methods[/red]")
+        console.print(
+            f"[red]--experiment {experiment!r} is not an experiment of the chosen methods[/red]"
+        )
         raise typer.Exit(2)
     out_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     results: list[Result] = []
@@ -103,7 +115,9 @@ def reproduce(
                         seeds=n,
                         out_dir=out_dir / m.name / exp_name,
                         distributions=[m.name],
-                        on_seed_done=lambda _s, task=task, progress=progress: progress.advance(task),
+                        on_seed_done=lambda _s, task=task, progress=progress: progress.advance(
+                            task
+                        ),
                     )
             except Exception:
                 console.print(f"[red]{label} crashed:[/red]")
@@ -120,7 +134,7 @@ def reproduce(
         raise typer.Exit(1)
 
 
-def _load_bench_module(path: Path):  # noqa: ANN202 - a module object
+def _load_bench_module(path: Path):
     spec = importlib.util.spec_from_file_location(f"icml25_bench_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load benchmark file {path}")
@@ -134,8 +148,12 @@ def _load_bench_module(path: Path):  # noqa: ANN202 - a module object
 @app.command()
 def bench(
     name: str,
-    smoke: Annotated[bool, typer.Option(help="Tiny sizes, one repeat: checks the benchmark runs.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Folder for bench JSON (default runs/<timestamp>).")] = None,
+    smoke: Annotated[
+        bool, typer.Option(help="Tiny sizes, one repeat: checks the benchmark runs.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for bench JSON (default runs/<timestamp>).")
+    ] = None,
 ) -> None:
     """Benchmark a method against the library a user would otherwise pick."""
     m = _method_or_exit(name)
@@ -154,7 +172,9 @@ def bench(
     for path in files:
         report: BenchReport = _load_bench_module(path).run(smoke=smoke)
         report.render(console)
-        written = report.write_json(out_dir / m.name / f"{path.stem}{'-smoke' if smoke else ''}.json")
+        written = report.write_json(
+            out_dir / m.name / f"{path.stem}{'-smoke' if smoke else ''}.json"
+        )
         console.print(f"written: {written}")
 
 

@@ -26,13 +26,16 @@ def select_device(preference: str | None = None) -> str:
         raise ValueError(f"preference must be one of {_VALID} (or 'cuda:N'), got {preference!r}")
     try:
         import torch
-    except ImportError:
+    except ImportError as err:
         if preference not in (None, "cpu"):
-            raise RuntimeError(f"device {preference!r} requested but torch is not installed")
+            raise RuntimeError(
+                f"device {preference!r} requested but torch is not installed"
+            ) from err
         return "cpu"
     available = {
         "cuda": torch.cuda.is_available(),
-        "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available(),
+        "mps": getattr(torch.backends, "mps", None) is not None
+        and torch.backends.mps.is_available(),
         "cpu": True,
     }
     if preference is not None:

@@ -132,7 +132,10 @@ class Result:
                 if vals.size == 0:
                     metrics[name] = (math.nan, math.nan)
                 else:
-                    metrics[name] = (float(vals.mean()), float(vals.std(ddof=1)) if vals.size > 1 else 0.0)
+                    metrics[name] = (
+                        float(vals.mean()),
+                        float(vals.std(ddof=1)) if vals.size > 1 else 0.0,
+                    )
             out.append(
                 {
                     "method": method,

@@ -109,7 +109,9 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
     md_path = out / "report.md"
     md_path.write_text("\n".join(parts))
     json_path = out / "results.json"
-    json_path.write_text(json.dumps([r.to_dict() for r in results], indent=1, default=_json_default))
+    json_path.write_text(
+        json.dumps([r.to_dict() for r in results], indent=1, default=_json_default)
+    )
     return {"markdown": md_path, "json": json_path}
 
 

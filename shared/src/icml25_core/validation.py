@@ -66,7 +66,9 @@ def check_array(
     if shape is not None:
         expected = tuple(shape)
         got = tuple(int(s) for s in x.shape)
-        if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got, strict=False)):
+        if len(got) != len(expected) or any(
+            e is not None and e != g for e, g in zip(expected, got, strict=False)
+        ):
             shown = tuple("any" if e is None else e for e in expected)
             raise ValueError(f"{name} must have shape {shown}, got {got}")
     size = math.prod(int(s) for s in x.shape)

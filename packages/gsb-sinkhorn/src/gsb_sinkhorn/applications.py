@@ -13,16 +13,26 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from icml25_core import check_array
 
 from .solver import sinkhorn
 
-__all__ = ["gale_ryser_feasible", "random_bipartite_graph", "random_contingency_table", "typical_table"]
+__all__ = [
+    "gale_ryser_feasible",
+    "random_bipartite_graph",
+    "random_contingency_table",
+    "typical_table",
+]
 
 
 def _margins(row: Any, col: Any, row_name: str, col_name: str) -> tuple[np.ndarray, np.ndarray]:
-    r = np.asarray(check_array(np.asarray(row, dtype=float), row_name, ndim=1, nonnegative=True), dtype=float)
-    c = np.asarray(check_array(np.asarray(col, dtype=float), col_name, ndim=1, nonnegative=True), dtype=float)
+    r = np.asarray(
+        check_array(np.asarray(row, dtype=float), row_name, ndim=1, nonnegative=True), dtype=float
+    )
+    c = np.asarray(
+        check_array(np.asarray(col, dtype=float), col_name, ndim=1, nonnegative=True), dtype=float
+    )
     sr, sc = r.sum(), c.sum()
     if not np.isclose(sr, sc, rtol=1e-9, atol=0.0):
         raise ValueError(f"{row_name} and {col_name} must have equal sums, got {sr!r} and {sc!r}")
@@ -65,7 +75,10 @@ def _forced(r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     while changed:
         changed = False
         nr, nc = free_r.sum(), free_c.sum()
-        for deg, free, other_free, full, axis in ((r, free_r, free_c, nc, 0), (c, free_c, free_r, nr, 1)):
+        for deg, free, other_free, full, axis in (
+            (r, free_r, free_c, nc, 0),
+            (c, free_c, free_r, nr, 1),
+        ):
             zero = free & np.isclose(deg, 0.0, atol=1e-12)
             ones = free & np.isclose(deg, full, rtol=0, atol=1e-12) & ~zero
             for idx, val in ((np.flatnonzero(zero), 0.0), (np.flatnonzero(ones), 1.0)):
@@ -134,9 +147,13 @@ def random_bipartite_graph(
     """
     r, c = _margins(row_degrees, col_degrees, "row_degrees", "col_degrees")
     if r.max() > c.size:
-        raise ValueError(f"row_degrees must be at most the number of columns {c.size}, got max {float(r.max())!r}")
+        raise ValueError(
+            f"row_degrees must be at most the number of columns {c.size}, got max {float(r.max())!r}"
+        )
     if c.max() > r.size:
-        raise ValueError(f"col_degrees must be at most the number of rows {r.size}, got max {float(c.max())!r}")
+        raise ValueError(
+            f"col_degrees must be at most the number of rows {r.size}, got max {float(c.max())!r}"
+        )
     if not gale_ryser_feasible(r, c):
         raise ValueError(
             "row_degrees and col_degrees fail the Gale-Ryser condition: no bipartite graph "
@@ -150,7 +167,14 @@ def random_bipartite_graph(
         forced_c = np.nansum(P[:, fc], axis=0)
         sub_r, sub_c = r[fr] - forced_r, c[fc] - forced_c
         Q, solver_log = sinkhorn(
-            sub_r, sub_c, np.zeros((fr.size, fc.size)), "logistic", reg=1.0, tol=tol, max_iter=max_iter, log=True
+            sub_r,
+            sub_c,
+            np.zeros((fr.size, fc.size)),
+            "logistic",
+            reg=1.0,
+            tol=tol,
+            max_iter=max_iter,
+            log=True,
         )
         P[np.ix_(fr, fc)] = Q
     P = np.nan_to_num(P, nan=0.0)
@@ -161,7 +185,9 @@ def random_bipartite_graph(
     return A, {"probabilities": P, **solver_log}
 
 
-def typical_table(row_margins: Any, col_margins: Any, tol: float = 1e-9, max_iter: int = 10000, log: bool = False):
+def typical_table(
+    row_margins: Any, col_margins: Any, tol: float = 1e-9, max_iter: int = 10000, log: bool = False
+):
     r"""Barvinok's typical table: the maximum-entropy matrix with given margins.
 
     The unique maximiser of :math:`\sum_{ij} (z_{ij}+1)\log(z_{ij}+1) - z_{ij}\log z_{ij}`
@@ -185,11 +211,23 @@ def typical_table(row_margins: Any, col_margins: Any, tol: float = 1e-9, max_ite
         Only if ``log=True``.
     """
     r, c = _margins(row_margins, col_margins, "row_margins", "col_margins")
-    return sinkhorn(r, c, np.zeros((r.size, c.size)), "contingency", reg=1.0, tol=tol, max_iter=max_iter, log=log)
+    return sinkhorn(
+        r,
+        c,
+        np.zeros((r.size, c.size)),
+        "contingency",
+        reg=1.0,
+        tol=tol,
+        max_iter=max_iter,
+        log=log,
+    )
 
 
 def random_contingency_table(
-    row_margins: Any, col_margins: Any, seed: int | np.random.Generator | None = None, tol: float = 1e-9
+    row_margins: Any,
+    col_margins: Any,
+    seed: int | np.random.Generator | None = None,
+    tol: float = 1e-9,
 ) -> np.ndarray:
     r"""Sample a non-negative integer table from the maximum-entropy model with given margins.
 

@@ -10,8 +10,9 @@ import math
 from typing import Any
 
 import numpy as np
-from icml25_core import check_array, check_scalar
 from scipy.optimize import minimize
+
+from icml25_core import check_array, check_scalar
 
 from .divergences import Divergence, get_divergence
 
@@ -50,7 +51,13 @@ def dual_lbfgs(
     n, m = C.shape
     a = np.asarray(check_array(np.asarray(a, dtype=float), "a", shape=(n,), nonnegative=True))
     b = np.asarray(check_array(np.asarray(b, dtype=float), "b", shape=(m,), nonnegative=True))
-    Rm = np.ones((n, m)) if R is None else np.asarray(check_array(np.asarray(R, dtype=float), "R", shape=(n, m), nonnegative=True))
+    Rm = (
+        np.ones((n, m))
+        if R is None
+        else np.asarray(
+            check_array(np.asarray(R, dtype=float), "R", shape=(n, m), nonnegative=True)
+        )
+    )
     check_scalar(reg, "reg", low=0.0, low_inclusive=False)
     K = C / reg
     mass = a.sum()
@@ -60,7 +67,9 @@ def dual_lbfgs(
         u, v = x[:n], x[n:]
         t = u[:, None] + v[None, :] - K
         if math.isfinite(high) and np.any(t[Rm > 0] >= high):
-            return 1e30, np.zeros_like(x)  # far above any feasible value: the line search steps back
+            return 1e30, np.zeros_like(
+                x
+            )  # far above any feasible value: the line search steps back
         with np.errstate(over="ignore"):
             val = a @ u + b @ v - np.sum(Rm * div.conjugate(t))
             P = Rm * div.psi(t)
@@ -72,8 +81,17 @@ def dual_lbfgs(
     if not math.isfinite(high):
         x0[:] = 0.0
     res = minimize(
-        negdual, x0, jac=True, method="L-BFGS-B",
-        options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol / (n + m), "ftol": 0.0, "maxcor": 20},
+        negdual,
+        x0,
+        jac=True,
+        method="L-BFGS-B",
+        options={
+            "maxiter": max_iter,
+            "maxfun": 2 * max_iter,
+            "gtol": tol / (n + m),
+            "ftol": 0.0,
+            "maxcor": 20,
+        },
     )
     u, v = res.x[:n], res.x[n:]
     plan = Rm * div.psi(u[:, None] + v[None, :] - K)

@@ -90,7 +90,9 @@ class Divergence:
     def __post_init__(self) -> None:
         low, high = self.domain
         if not low < high:
-            raise ValueError(f"domain must be an interval (low, high) with low < high, got {self.domain}")
+            raise ValueError(
+                f"domain must be an interval (low, high) with low < high, got {self.domain}"
+            )
         if self.validate:
             self._check_monotone()
 
@@ -104,11 +106,17 @@ class Divergence:
             p = np.asarray(self.psi(t), dtype=float)
             d = np.asarray(self.dpsi(t), dtype=float)
         if p.shape != t.shape or not np.all(np.isfinite(p)):
-            raise ValueError(f"psi of divergence {self.name!r} must be finite elementwise on its domain {self.domain}")
+            raise ValueError(
+                f"psi of divergence {self.name!r} must be finite elementwise on its domain {self.domain}"
+            )
         if not np.all(np.diff(p) > 0):
-            raise ValueError(f"psi of divergence {self.name!r} must be strictly increasing on its domain {self.domain}")
+            raise ValueError(
+                f"psi of divergence {self.name!r} must be strictly increasing on its domain {self.domain}"
+            )
         if d.shape != t.shape or not np.all(np.isfinite(d) & (d > 0)):
-            raise ValueError(f"dpsi of divergence {self.name!r} must be finite and positive on its domain {self.domain}")
+            raise ValueError(
+                f"dpsi of divergence {self.name!r} must be finite and positive on its domain {self.domain}"
+            )
         h = 1e-6 * np.maximum(1.0, np.abs(t))
         inner = (t - h > a) & (t + h < b)
         with np.errstate(all="ignore"):

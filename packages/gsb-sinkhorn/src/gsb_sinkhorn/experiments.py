@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import ot
+
 from icml25_core import Experiment, Row, Verdict, line_panels
 
 from .applications import random_bipartite_graph, random_contingency_table, typical_table
@@ -46,7 +47,11 @@ def fit_rate(residuals: np.ndarray) -> tuple[float, float, float]:
     k = np.arange(r.size)
     y = np.log(r)
     if r.size < 3:
-        return float("nan"), float("nan"), float(np.max(r[1:] / r[:-1])) if r.size > 1 else float("nan")
+        return (
+            float("nan"),
+            float("nan"),
+            float(np.max(r[1:] / r[:-1])) if r.size > 1 else float("nan"),
+        )
     slope, intercept = np.polyfit(k, y, 1)
     fitted = intercept + slope * k
     ss_res = float(np.sum((y - fitted) ** 2))
@@ -63,7 +68,7 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
         for div in DIVERGENCES:
             setting = {"divergence": div, "n": n}
             start = time.perf_counter()
-            P, log = sinkhorn(a, b, C, div, reg=REG, tol=TOL, max_iter=20000, log=True)
+            _, log = sinkhorn(a, b, C, div, reg=REG, tol=TOL, max_iter=20000, log=True)
             wall = time.perf_counter() - start
             rate, r2, max_ratio = fit_rate(log["residuals"])
             rows.append(
@@ -86,12 +91,24 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
             if div == "kl":
                 start = time.perf_counter()
                 Q, qlog = ot.sinkhorn(
-                    a / mass, b / mass, C, REG, method="sinkhorn_log", stopThr=TOL, numItermax=20000, log=True, warn=False
+                    a / mass,
+                    b / mass,
+                    C,
+                    REG,
+                    method="sinkhorn_log",
+                    stopThr=TOL,
+                    numItermax=20000,
+                    log=True,
+                    warn=False,
                 )
                 wall = time.perf_counter() - start
                 err = np.asarray(qlog["err"], dtype=float)
                 err = err[err > 0]
-                q_rate = float(np.exp(np.polyfit(10 * np.arange(err.size), np.log(err), 1)[0])) if err.size >= 3 else float("nan")
+                q_rate = (
+                    float(np.exp(np.polyfit(10 * np.arange(err.size), np.log(err), 1)[0]))
+                    if err.size >= 3
+                    else float("nan")
+                )
                 rows.append(
                     Row(
                         "POT sinkhorn_log",
@@ -99,7 +116,9 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
                         {
                             "rate": q_rate,
                             "n_iter": float(qlog["niter"]),
-                            "final_residual": float(np.abs(Q.sum(0) - b / mass).sum()),  # its rows are exact
+                            "final_residual": float(
+                                np.abs(Q.sum(0) - b / mass).sum()
+                            ),  # its rows are exact
                             "time_s": wall,
                         },
                         setting,
@@ -134,7 +153,10 @@ def _applications(profile: str, seed: int) -> list[Row]:
     G = rng.random((n, m)) < rng.uniform(0.1, 0.6, size=(n, 1))
     r, c = G.sum(1).astype(float), G.sum(0).astype(float)
     _, glog = random_bipartite_graph(r, c, seed=seed, log=True)
-    sampled = np.mean([random_bipartite_graph(r, c, seed=seed * samples + s).sum(1) for s in range(samples)], axis=0)
+    sampled = np.mean(
+        [random_bipartite_graph(r, c, seed=seed * samples + s).sum(1) for s in range(samples)],
+        axis=0,
+    )
     graph = Row(
         METHOD,
         seed,
@@ -154,7 +176,9 @@ def _applications(profile: str, seed: int) -> list[Row]:
         seed,
         {
             "expected_degree_max_error": float(np.abs(Z.sum(1) - rm).max()),
-            "sampled_mean_degree_max_error": float(np.abs(np.mean([t.sum(1) for t in tables], axis=0) - rm).max()),
+            "sampled_mean_degree_max_error": float(
+                np.abs(np.mean([t.sum(1) for t in tables], axis=0) - rm).max()
+            ),
             "n_iter": zlog["n_iter"],
         },
         {"divergence": "application: typical table", "n": n // 2},
@@ -166,7 +190,8 @@ def _judge(rows: list[Row]) -> Verdict:
     ours = [r for r in rows if r.method == METHOD and r.setting["divergence"] in DIVERGENCES]
     bad = [
         f"{r.setting['divergence']} n={r.setting['n']} seed={r.seed} "
-        f"(rate {r.metrics['rate']:.4f}, R² {r.metrics['r2']:.3f}, max ratio {r.metrics['max_ratio']:.3f}, "
+        f"(rate {r.metrics['rate']:.4f}, R² {r.metrics['r2']:.3f}, "
+        f"max ratio {r.metrics['max_ratio']:.3f}, "
         f"converged {bool(r.metrics['converged'])})"
         for r in ours
         if not (
@@ -176,7 +201,9 @@ def _judge(rows: list[Row]) -> Verdict:
             and r.metrics["max_ratio"] < 1.0
         )
     ]
-    rates = {d: [r.metrics["rate"] for r in ours if r.setting["divergence"] == d] for d in DIVERGENCES}
+    rates = {
+        d: [r.metrics["rate"] for r in ours if r.setting["divergence"] == d] for d in DIVERGENCES
+    }
     span = "; ".join(f"{d}: rate {min(v):.3f}-{max(v):.3f}" for d, v in rates.items() if v)
     r2min = min(r.metrics["r2"] for r in ours)
     if bad:

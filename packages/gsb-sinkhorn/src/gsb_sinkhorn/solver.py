@@ -29,9 +29,10 @@ import warnings
 from typing import Any
 
 import numpy as np
-from icml25_core import check_array, check_scalar
 from ot.backend import get_backend
 from ot.utils import list_to_array
+
+from icml25_core import check_array, check_scalar
 
 from .divergences import KL, Divergence, get_divergence
 
@@ -79,7 +80,9 @@ def _lse(other: Any, K: Any, axis: int, nx: Any, buf: np.ndarray | None) -> Any:
         return np.log(buf.sum(axis=axis)) + mx.reshape(-1)
 
 
-def _kl_step(x: Any, other: Any, K: Any, target: Any, log_target: Any, axis: int, nx: Any, buf: Any):
+def _kl_step(
+    x: Any, other: Any, K: Any, target: Any, log_target: Any, axis: int, nx: Any, buf: Any
+):
     """Closed-form KL update of the potential ``x`` (rows if axis=1, columns if axis=0).
 
     Returns the new potential and ``marginal(x) - target`` at the old one.
@@ -125,7 +128,9 @@ def _newton_step(
     inside = (x0 > lo) & (x0 < hi)
     zero = 0 * target
     lo_f, hi_f = nx.where(nx.isfinite(lo), lo, zero), nx.where(nx.isfinite(hi), hi, zero)
-    fallback = nx.where(both, 0.5 * (lo_f + hi_f), nx.where(nx.isfinite(hi), hi_f - 1.0, lo_f + 1.0))
+    fallback = nx.where(
+        both, 0.5 * (lo_f + hi_f), nx.where(nx.isfinite(hi), hi_f - 1.0, lo_f + 1.0)
+    )
     x = nx.where(inside, x0, fallback)
     step = nx.ones(target.shape, type_as=target)
     dx_old = inf
@@ -148,10 +153,17 @@ def _newton_step(
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = x - h / deriv  # a vanishing derivative gives inf: not ok, bisect instead
         dx = newton - x
-        done = (nx.abs(h) <= inner_rtol * target) | (nx.abs(dx) <= 4 * eps * nx.maximum(nx.abs(x), 1.0 + 0 * x))
+        done = (nx.abs(h) <= inner_rtol * target) | (
+            nx.abs(dx) <= 4 * eps * nx.maximum(nx.abs(x), 1.0 + 0 * x)
+        )
         if bool(done.all()):
             break
-        ok = nx.isfinite(newton) & (newton > lo) & (newton < hi) & (nx.abs(dx) <= 0.5 * nx.abs(dx_older))
+        ok = (
+            nx.isfinite(newton)
+            & (newton > lo)
+            & (newton < hi)
+            & (nx.abs(dx) <= 0.5 * nx.abs(dx_older))
+        )
         both = nx.isfinite(lo) & nx.isfinite(hi)
         bisect = 0.5 * (nx.where(both, lo, zero) + nx.where(both, hi, zero))
         expand = nx.where(h < 0, x + step, x - step)
@@ -165,7 +177,9 @@ def _newton_step(
 # --- validation --------------------------------------------------------------------------------
 
 
-def _validate(a: Any, b: Any, C: Any, R: Any, reg: float, tol: float, max_iter: int, div: Divergence):
+def _validate(
+    a: Any, b: Any, C: Any, R: Any, reg: float, tol: float, max_iter: int, div: Divergence
+):
     check_array(C, "C", ndim=2)
     n, m = (int(s) for s in C.shape)
     check_array(a, "a", shape=(n,), nonnegative=True)
@@ -321,7 +335,11 @@ def sinkhorn(
 
     if reduced:
         plan = nx.zeros((n, m), type_as=C)
-        plan[np.ix_(ri, ci) if _is_numpy(plan) else (nx.from_numpy(ri)[:, None], nx.from_numpy(ci)[None, :])] = plan_s
+        plan[
+            np.ix_(ri, ci)
+            if _is_numpy(plan)
+            else (nx.from_numpy(ri)[:, None], nx.from_numpy(ci)[None, :])
+        ] = plan_s
         f = -math.inf * nx.ones((n,), type_as=C)
         g = -math.inf * nx.ones((m,), type_as=C)
         f[ri if _is_numpy(f) else nx.from_numpy(ri)] = reg * u
@@ -417,7 +435,14 @@ def marginal_error(plan: Any, a: Any, b: Any, norm: float = 1) -> float:
 
 
 def dual_objective(
-    a: Any, b: Any, C: Any, f: Any, g: Any, divergence: str | Divergence = "kl", reg: float = 1.0, R: Any = None
+    a: Any,
+    b: Any,
+    C: Any,
+    f: Any,
+    g: Any,
+    divergence: str | Divergence = "kl",
+    reg: float = 1.0,
+    R: Any = None,
 ) -> float:
     r"""The dual objective at potentials ``f``, ``g``.
 
@@ -431,7 +456,9 @@ def dual_objective(
     a, b, C, f, g = list_to_array(a, b, C, f, g)
     div = get_divergence(divergence)
     if div.conjugate is None:
-        raise ValueError(f"divergence {div.name!r} has no conjugate: pass conjugate= to compute the dual")
+        raise ValueError(
+            f"divergence {div.name!r} has no conjugate: pass conjugate= to compute the dual"
+        )
     check_scalar(reg, "reg", low=0.0, low_inclusive=False)
     nx = get_backend(a, b, C, f, g)
     rows, cols = nx.to_numpy(nx.isfinite(f)), nx.to_numpy(nx.isfinite(g))
@@ -451,7 +478,9 @@ def dual_objective(
     return float(nx.sum(a_s * f_s) + nx.sum(b_s * g_s) - reg * nx.sum(conj))
 
 
-def primal_objective(plan: Any, C: Any, divergence: str | Divergence = "kl", reg: float = 1.0, R: Any = None) -> float:
+def primal_objective(
+    plan: Any, C: Any, divergence: str | Divergence = "kl", reg: float = 1.0, R: Any = None
+) -> float:
     r"""The primal objective :math:`\langle C,\pi\rangle + \varepsilon\sum R\varphi(\pi/R)`.
 
     Entries with :math:`R_{ij} = 0` must have :math:`\pi_{ij} = 0` and contribute nothing.

@@ -1,0 +1,50 @@
+"""The benchmark harness."""
+
+import numpy as np
+import pytest
+
+from icml25_core import BenchReport, Comparison, Timing, compare, loglog_slope
+
+
+def test_loglog_slope_of_power_law():
+    sizes = [10, 100, 1000]
+    assert loglog_slope(sizes, [3e-6 * s**2 for s in sizes]) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="at least two sizes"):
+        loglog_slope([10], [1.0])
+
+
+def test_compare_interleaves_and_counts_calls():
+    calls = []
+    cands = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    comp = compare(cands, reference="a", repeats=3, warmup=1, memory=False)
+    # warm-up a b c, then rotations a b c / b c a / c a b
+    assert calls == list("abc") + list("abc") + list("bca") + list("cab")
+    assert all(len(t.times) == 3 for t in comp.timings.values())
+    assert comp.ratio("a") == 1.0
+
+
+def test_ratio_and_slopes_from_known_times():
+    comps = [
+        Comparison(
+            f"n={n}",
+            n,
+            "ref",
+            {"ref": Timing([n * 1.0]), "fast": Timing([n * 0.25, n * 0.25, 9.0 * n])},
+        )
+        for n in (10, 100)
+    ]
+    assert comps[0].ratio("fast") == pytest.approx(0.25)  # median ignores the outlier
+    report = BenchReport("x", comps)
+    assert report.slopes() == pytest.approx({"ref": 1.0, "fast": 1.0})
+    d = report.to_dict()
+    assert d["comparisons"][1]["timings"]["fast"]["ratio"] == pytest.approx(0.25)
+
+
+def test_peak_memory_sees_numpy_allocations():
+    comp = compare({"alloc": lambda: np.ones(2**20)}, reference="alloc", repeats=1, warmup=0)
+    assert comp.timings["alloc"].peak_memory >= 8 * 2**20
+
+
+def test_bad_reference():
+    with pytest.raises(ValueError, match="reference must be one of"):
+        compare({"a": lambda: None}, reference="b")

@@ -1,0 +1,92 @@
+"""The icml25 command line, on a fake installed method."""
+
+import pytest
+from typer.testing import CliRunner
+
+from icml25_core import Experiment, Method, Row, Verdict, cli
+
+runner = CliRunner()
+
+
+def _fails(profile, seed, out_dir):
+    raise RuntimeError("boom")
+
+
+HOLDS = Experiment(
+    "holds",
+    "c",
+    lambda p, s, o: [Row("m", s, {"x": 1.0})],
+    lambda r: Verdict(True, "fine"),
+    default_seeds=1,
+)
+DOES_NOT_HOLD = Experiment(
+    "nope",
+    "c",
+    lambda p, s, o: [Row("m", s, {"x": 1.0})],
+    lambda r: Verdict(False, "not at this scale"),
+    default_seeds=1,
+)
+CRASHES = Experiment("crash", "c", _fails, lambda r: Verdict(True, ""), default_seeds=1)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    m = Method(
+        "fake-method",
+        "T",
+        ("A",),
+        "ICML 2025",
+        "https://example.org",
+        "s",
+        {"holds": "x:y", "nope": "x:z"},
+    )
+    bad = Method("crashy", "T", ("A",), "ICML 2025", "https://example.org", "s", {"crash": "x:w"})
+    experiments = {
+        ("fake-method", "holds"): HOLDS,
+        ("fake-method", "nope"): DOES_NOT_HOLD,
+        ("crashy", "crash"): CRASHES,
+    }
+    monkeypatch.setattr(
+        Method, "load_experiment", lambda self, name: experiments[(self.name, name)]
+    )
+    monkeypatch.setattr(Method, "version", property(lambda self: "0.0.1"))
+    monkeypatch.setattr(cli, "discover_methods", lambda: {"fake-method": m, "crashy": bad})
+    monkeypatch.setattr(
+        "icml25_core.method.discover_methods", lambda: {"fake-method": m, "crashy": bad}
+    )
+    return m
+
+
+def test_list_and_info(fake):
+    assert "fake-method" in runner.invoke(cli.app, ["list"]).output
+    out = runner.invoke(cli.app, ["info", "fake-method"]).output
+    assert "experiments: holds, nope" in out
+
+
+def test_unknown_method_exits_2(fake):
+    result = runner.invoke(cli.app, ["reproduce", "nope-method"])
+    assert result.exit_code == 2
+    assert "no installed method called 'nope-method'" in result.output
+
+
+def test_claim_not_holding_is_exit_0(fake, tmp_path):
+    result = runner.invoke(cli.app, ["reproduce", "fake-method", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "DID NOT HOLD" in result.output and "HELD" in result.output
+    assert (tmp_path / "report.md").exists() and (tmp_path / "results.json").exists()
+
+
+def test_crash_is_exit_1_and_others_still_run(fake, tmp_path):
+    result = runner.invoke(cli.app, ["reproduce", "--all", "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "crashy:crash crashed" in result.output
+    assert "report.md" in result.output  # the other method's results were still written
+
+
+def test_bad_options(fake):
+    assert runner.invoke(cli.app, ["reproduce", "fake-method", "--profile", "huge"]).exit_code == 2
+    assert runner.invoke(cli.app, ["reproduce"]).exit_code == 2
+    assert (
+        runner.invoke(cli.app, ["reproduce", "fake-method", "--experiment", "missing"]).exit_code
+        == 2
+    )

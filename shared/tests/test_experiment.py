@@ -1,0 +1,100 @@
+"""The experiment harness and reports."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from icml25_core import (
+    Experiment,
+    Result,
+    Row,
+    Verdict,
+    markdown_table,
+    run_experiment,
+    write_reports,
+)
+
+
+def _run(profile, seed, out_dir):
+    return [
+        Row("mine", seed, {"score": 1.0 + seed, "only_mine": 5.0}, {"n": 10}),
+        Row("peer", seed, {"score": 0.5 * seed}, {"n": 10}, baseline=True),
+    ]
+
+
+def _judge(rows):
+    mine = np.mean([r.metrics["score"] for r in rows if r.method == "mine"])
+    peer = np.mean([r.metrics["score"] for r in rows if r.method == "peer"])
+    return Verdict(bool(mine > peer + 0.5), f"mine {mine:.2f} vs peer {peer:.2f}")
+
+
+TOY = Experiment("toy", "mine beats peer by 0.5", _run, _judge, default_seeds=2)
+
+
+def test_seeds_rows_and_verdict(tmp_path):
+    result = run_experiment(TOY, method="toy-method", seeds=3, out_dir=tmp_path)
+    assert result.seeds == [0, 1, 2]
+    assert len(result.rows) == 6
+    # mine mean = 2.0, peer mean = 0.5
+    assert result.held
+    assert result.verdict == "mine 2.00 vs peer 0.50"
+    assert result.environment["icml25-core"]
+
+
+def test_default_and_explicit_seeds(tmp_path):
+    assert run_experiment(TOY, method="m", out_dir=tmp_path).seeds == [0, 1]
+    assert run_experiment(TOY, method="m", seeds=[7], out_dir=tmp_path).seeds == [7]
+
+
+def test_claim_that_does_not_hold_is_a_result(tmp_path):
+    result = run_experiment(TOY, method="m", seeds=[0], out_dir=tmp_path)  # mine 1.0 vs peer 0.0
+    assert result.held
+    strict = Experiment("strict", "mine beats peer by 5", _run, lambda rows: Verdict(False, "no"))
+    assert not run_experiment(strict, method="m", seeds=1, out_dir=tmp_path).held
+
+
+def test_summary_mean_and_std(tmp_path):
+    result = run_experiment(TOY, method="m", seeds=3, out_dir=tmp_path)
+    summary = {s["method"]: s for s in result.summary()}
+    mean, std = summary["mine"]["metrics"]["score"]
+    assert mean == pytest.approx(2.0)
+    assert std == pytest.approx(1.0)  # sample std of 1, 2, 3
+    assert summary["peer"]["baseline"] is True
+    assert "only_mine" not in summary["peer"]["metrics"]
+
+
+def test_nan_metrics_are_ignored_in_summary(tmp_path):
+    exp = Experiment(
+        "nan",
+        "c",
+        lambda p, s, o: [Row("m", s, {"x": math.nan if s == 0 else 2.0})],
+        lambda r: Verdict(True, ""),
+    )
+    result = run_experiment(exp, method="m", seeds=2, out_dir=tmp_path)
+    assert result.summary()[0]["metrics"]["x"] == (2.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"profile": "huge"}, "profile must be one of"),
+        ({"seeds": 0}, "seeds must be a positive"),
+        ({"seeds": []}, "seeds must not be empty"),
+    ],
+)
+def test_bad_arguments(tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        run_experiment(TOY, method="m", out_dir=tmp_path, **kwargs)
+
+
+def test_reports_round_trip(tmp_path):
+    result = run_experiment(TOY, method="toy-method", seeds=2, out_dir=tmp_path)
+    paths = write_reports([result], tmp_path / "out")
+    text = paths["markdown"].read_text()
+    assert "## toy-method · toy" in text and "**Result: held.**" in text
+    assert "| mine | 10 | 2 | 1.5 ± 0.7071 | 5 |" in markdown_table(result)
+    data = json.loads(paths["json"].read_text())
+    again = Result.from_dict(data[0])
+    assert again.rows == result.rows and again.held == result.held

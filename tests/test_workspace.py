@@ -1,0 +1,82 @@
+"""Workspace-level checks: every package owes its users the same parts."""
+
+import ast
+import importlib
+import importlib.metadata as md
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from icml25_core import discover_methods
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
+ROOT_TOML = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def meta(pkg: Path) -> dict:
+    return tomllib.loads((pkg / "pyproject.toml").read_text())["project"]
+
+
+def import_name(pkg: Path) -> str:
+    return meta(pkg)["name"].replace("-", "_")
+
+
+def test_there_are_packages():
+    assert PACKAGES, "packages/ holds no distribution"
+
+
+@pytest.mark.parametrize("pkg", PACKAGES, ids=lambda p: p.name)
+def test_package_has_every_part(pkg):
+    m = meta(pkg)
+    assert m["name"] == pkg.name, "folder name must equal the distribution name"
+    assert "version" in m and "version" not in m.get("dynamic", [])
+    assert "cuda" in m.get("optional-dependencies", {})
+    assert m["name"] in m.get("entry-points", {}).get("icml25.methods", {})
+    assert any(d.startswith("icml25-core>=0.1,<0.2") for d in m["dependencies"])
+    for f in ("README.md", "CHANGELOG.md"):
+        assert (pkg / f).stat().st_size > 200, f"{f} is missing or a stub"
+    assert (pkg / "src" / import_name(pkg) / "__init__.py").exists()
+    assert list((pkg / "tests").glob("test_*.py"))
+    assert list((pkg / "benchmarks").glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("pkg", PACKAGES, ids=lambda p: p.name)
+def test_version_and_public_api(pkg):
+    module = importlib.import_module(import_name(pkg))
+    assert module.__version__ == meta(pkg)["version"] == md.version(pkg.name)
+    assert module.__all__, "the public API is listed in __all__"
+    for name in module.__all__:
+        assert hasattr(module, name), f"{name} is in __all__ but not defined"
+
+
+def test_every_package_is_installed_and_registered():
+    found = discover_methods()
+    for pkg in PACKAGES:
+        assert pkg.name in found, f"{pkg.name} does not register in icml25.methods"
+        assert found[pkg.name].experiments, f"{pkg.name} registers no experiment"
+
+
+def test_root_pulls_every_member():
+    dev = " ".join(ROOT_TOML["dependency-groups"]["dev"])
+    sources = ROOT_TOML["tool"]["uv"]["sources"]
+    for name in ["icml25-core", *(p.name for p in PACKAGES)]:
+        assert name in dev, f"{name} is not in the root dev group"
+        assert sources.get(name) == {"workspace": True}
+
+
+@pytest.mark.parametrize("pkg", PACKAGES, ids=lambda p: p.name)
+def test_no_package_imports_another_method_package(pkg):
+    others = {import_name(p) for p in PACKAGES if p != pkg}
+    for path in pkg.rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] not in others, f"{path} imports {name}"
