@@ -138,7 +138,7 @@ def _newton_step(
     first_residual = None
     for _ in range(_MAX_NEWTON):
         t = _expand(x, axis) + W
-        p, d = div.psi(t), div.dpsi(t)
+        p, d = div.evaluate(t)
         if R is not None:
             p, d = R * p, R * d
             if mask is not None:
