@@ -89,3 +89,8 @@ def test_degenerate_domain_is_rejected():
     with pytest.raises(ValueError, match="domain"):
         Divergence("bad", psi=lambda t: -1 / t, dpsi=lambda t: 1 / t**2, domain=(0.0, 0.0))
     assert math.isinf(Divergence("ok", psi=np.exp, dpsi=np.exp).domain[1])
+
+
+def test_inconsistent_psi_dpsi_is_rejected():
+    with pytest.raises(ValueError, match=r"psi_dpsi .* must return \(psi\(t\), dpsi\(t\)\)"):
+        Divergence("bad", psi=np.exp, dpsi=np.exp, psi_dpsi=lambda t: (np.exp(t), 2 * np.exp(t)))
