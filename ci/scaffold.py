@@ -93,12 +93,12 @@ def _judge(rows):
 
 CLAIM = Experiment("claim", "not written yet", _run, _judge)
 ''',
-    "tests/test_{mod}.py": '''import pytest
+    "tests/test_{mod}.py": """import pytest
 
 
 def test_method_is_implemented():
     pytest.fail("{name} is a scaffold: replace this with unit, oracle and claim tests")
-''',
+""",
     "benchmarks/bench_peer.py": '''"""Benchmark against the peer library (not written yet)."""
 
 
@@ -127,8 +127,12 @@ def main(argv: list[str]) -> int:
         path.write_text(text.format(name=name, mod=mod, title=title, url=url))
     root = ROOT / "pyproject.toml"
     toml = root.read_text()
-    toml = toml.replace("[tool.uv.sources]\n", f"[tool.uv.sources]\n{name} = {{ workspace = true }}\n", 1)
-    toml = toml.replace('    "icml25-core[torch]",\n', f'    "icml25-core[torch]",\n    "{name}",\n', 1)
+    toml = toml.replace(
+        "[tool.uv.sources]\n", f"[tool.uv.sources]\n{name} = {{ workspace = true }}\n", 1
+    )
+    toml = toml.replace(
+        '    "icml25-core[torch]",\n', f'    "icml25-core[torch]",\n    "{name}",\n', 1
+    )
     root.write_text(toml)
     print(f"laid out {pkg.relative_to(ROOT)}; now run `uv lock` and write the method")
     return 0

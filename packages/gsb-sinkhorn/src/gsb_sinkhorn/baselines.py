@@ -34,8 +34,14 @@ def dual_lbfgs(
 
     Parameters are as in :func:`~gsb_sinkhorn.sinkhorn`. The gradient of the dual is
     :math:`(a - \pi 1,\ b - \pi^\top 1)`, so ``tol`` bounds its relative 1-norm (L-BFGS-B's
-    ``gtol`` is set from it). Outside the divergence's domain the objective is ``+inf``
-    for the minimiser, which makes the line search step back.
+    ``gtol`` is set from it).
+
+    A divergence whose domain ends at a finite ``high`` (contingency: :math:`t < 0`) has a
+    dual that is infinite past the boundary, which a line search cannot come back from.
+    Since no entry of a feasible plan exceeds the total mass :math:`M`, the optimum has
+    :math:`t_{ij} \le t_0 := \psi^{-1}(M)`; past :math:`t_0` the conjugate is replaced by
+    its second-order Taylor expansion at :math:`t_0`. The extended dual is concave, finite
+    everywhere, and has the same maximiser.
 
     Returns
     -------
@@ -63,23 +69,22 @@ def dual_lbfgs(
     mass = a.sum()
     high = div.domain[1]
 
+    conjugate, psi = div.conjugate, div.psi
+    if math.isfinite(high):
+        conjugate, psi = _extend_past(div, _psi_inverse(div, float(mass)))
+
     def negdual(x: np.ndarray) -> tuple[float, np.ndarray]:
         u, v = x[:n], x[n:]
         t = u[:, None] + v[None, :] - K
-        if math.isfinite(high) and np.any(t[Rm > 0] >= high):
-            return 1e30, np.zeros_like(
-                x
-            )  # far above any feasible value: the line search steps back
         with np.errstate(over="ignore"):
-            val = a @ u + b @ v - np.sum(Rm * div.conjugate(t))
-            P = Rm * div.psi(t)
+            val = a @ u + b @ v - np.sum(Rm * conjugate(t))
+            P = Rm * psi(t)
         grad = np.concatenate([a - P.sum(1), b - P.sum(0)])
         return -val / mass, -grad / mass
 
-    # start inside the domain: t = -1 - (K - min K) <= -1 < high
-    x0 = np.concatenate([np.full(n, (K.min() - 1.0) / 2), np.full(m, (K.min() - 1.0) / 2)])
-    if not math.isfinite(high):
-        x0[:] = 0.0
+    x0 = np.zeros(n + m)
+    if math.isfinite(high):  # start inside the domain: t <= high - 1
+        x0[:] = (K.min() + high - 1.0) / 2
     res = minimize(
         negdual,
         x0,
@@ -94,7 +99,9 @@ def dual_lbfgs(
         },
     )
     u, v = res.x[:n], res.x[n:]
-    plan = Rm * div.psi(u[:, None] + v[None, :] - K)
+    t = u[:, None] + v[None, :] - K
+    inside = not math.isfinite(high) or bool(np.all(t[Rm > 0] < high))
+    plan = Rm * psi(t)
     err = (np.abs(plan.sum(1) - a).sum()) / mass
     if not log:
         return plan
@@ -103,6 +110,35 @@ def dual_lbfgs(
         "g": reg * v,
         "n_iter": int(res.nit),
         "n_eval": int(res.nfev),
-        "converged": bool(err <= tol),
+        "converged": bool(inside and err <= tol),
         "message": str(res.message),
     }
+
+
+def _psi_inverse(div: Divergence, value: float) -> float:
+    """The ``t`` in the domain with ``psi(t) = value``, by bisection (psi is increasing)."""
+    high = div.domain[1]
+    lo, hi = high - 1.0, high
+    while float(div.psi(np.array([lo]))[0]) > value:
+        lo = high - 2.0 * (high - lo)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if float(div.psi(np.array([mid]))[0]) < value else (lo, mid)
+    return lo
+
+
+def _extend_past(div: Divergence, t0: float):
+    """Conjugate and psi continued past ``t0`` by the conjugate's quadratic Taylor expansion."""
+    at = np.array([t0])
+    c0, p0, d0 = (float(f(at)[0]) for f in (div.conjugate, div.psi, div.dpsi))
+
+    def conjugate(t: np.ndarray) -> np.ndarray:
+        d = np.maximum(t - t0, 0.0)
+        return np.where(t <= t0, div.conjugate(np.minimum(t, t0)), c0 + p0 * d + 0.5 * d0 * d * d)
+
+    def psi(t: np.ndarray) -> np.ndarray:
+        return np.where(t <= t0, div.psi(np.minimum(t, t0)), p0 + d0 * np.maximum(t - t0, 0.0))
+
+    return conjugate, psi

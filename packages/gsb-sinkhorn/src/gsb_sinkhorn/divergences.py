@@ -131,7 +131,9 @@ class Divergence:
             with np.errstate(all="ignore"):
                 both = tuple(np.asarray(v, dtype=float) for v in self.psi_dpsi(t))
             if not (np.allclose(both[0], p, rtol=1e-12) and np.allclose(both[1], d, rtol=1e-12)):
-                raise ValueError(f"psi_dpsi of divergence {self.name!r} must return (psi(t), dpsi(t))")
+                raise ValueError(
+                    f"psi_dpsi of divergence {self.name!r} must return (psi(t), dpsi(t))"
+                )
         h = 1e-6 * np.maximum(1.0, np.abs(t))
         inner = (t - h > a) & (t + h < b)
         with np.errstate(all="ignore"):

@@ -226,7 +226,9 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
         panels[r.setting["divergence"]].append({"x": k, "y": res, "label": f"n={r.setting['n']}"})
         if res.size >= 3:
             slope, intercept = np.polyfit(k, np.log(res), 1)
-            panels[r.setting["divergence"]].append({"x": k, "y": np.exp(intercept + slope * k), "style": "k:"})
+            panels[r.setting["divergence"]].append(
+                {"x": k, "y": np.exp(intercept + slope * k), "style": "k:"}
+            )
     path = line_panels(
         panels,
         out_dir / "residuals.png",
