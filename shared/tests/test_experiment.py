@@ -98,3 +98,16 @@ def test_reports_round_trip(tmp_path):
     data = json.loads(paths["json"].read_text())
     again = Result.from_dict(data[0])
     assert again.rows == result.rows and again.held == result.held
+
+
+def test_report_links_figures_relative_to_the_report(tmp_path, monkeypatch):
+    def plot(rows, out_dir):
+        path = out_dir / "fig.png"
+        path.write_bytes(b"png")
+        return [path]
+
+    exp = Experiment("plotted", "c", _run, _judge, plot=plot)
+    monkeypatch.chdir(tmp_path)
+    result = run_experiment(exp, method="m", seeds=1, out_dir="runs/x/m/plotted")
+    text = write_reports([result], "runs/x")["markdown"].read_text()
+    assert "![fig](m/plotted/fig.png)" in text

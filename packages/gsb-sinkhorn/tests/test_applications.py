@@ -48,7 +48,8 @@ def test_sampled_degrees_match_in_expectation():
     rng = np.random.default_rng(2)
     G = rng.random((25, 15)) < 0.4
     r, c = G.sum(1).astype(float), G.sum(0).astype(float)
-    samples = np.array([random_bipartite_graph(r, c, seed=s).sum(1) for s in range(400)])
+    samples = random_bipartite_graph(r, c, seed=0, size=400).sum(2)
+    assert samples.shape == (400, 25)
     # each degree is a sum of <= 15 Bernoullis: std <= 1.94, so the mean of 400 has std <= 0.1
     assert np.abs(samples.mean(0) - r).max() < 0.5
 
@@ -96,8 +97,16 @@ def test_typical_table_margins_and_sampling():
     np.testing.assert_allclose(Z.sum(1), rm, rtol=1e-10)
     np.testing.assert_allclose(Z.sum(0), cm, rtol=1e-10)
     assert np.all(Z > 0)
-    T = np.array([random_contingency_table(rm, cm, seed=s) for s in range(2000)])
+    T = random_contingency_table(rm, cm, seed=0, size=2000)
+    assert T.shape == (2000, 3, 3)
     assert T.dtype.kind == "i" and T.min() >= 0
     # entries are geometric with mean z: the sample mean of 2000 is within 5 standard errors
     se = np.sqrt(Z * (1 + Z) / 2000)
     assert np.all(np.abs(T.mean(0) - Z) < 5 * se)
+
+
+def test_size_argument():
+    r, c = [2.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]
+    assert random_bipartite_graph(r, c, seed=5).shape == (3, 4)
+    with pytest.raises(ValueError, match="size must be >= 1"):
+        random_bipartite_graph(r, c, size=0)

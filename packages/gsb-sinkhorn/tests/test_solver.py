@@ -164,3 +164,9 @@ def test_lists_are_accepted():
     P = sinkhorn([0.5, 0.5], [0.5, 0.5], [[0.0, 1.0], [1.0, 0.0]], reg=1.0)
     assert isinstance(P, np.ndarray)
     np.testing.assert_allclose(P.sum(0), [0.5, 0.5])
+
+
+def test_integer_inputs_are_computed_in_float64():
+    P = sinkhorn(np.array([2, 1]), np.array([1, 1, 1]), np.zeros((2, 3), dtype=int), "logistic")
+    assert P.dtype == np.float64
+    np.testing.assert_allclose(P.sum(1), [2, 1], rtol=1e-9)

@@ -102,8 +102,7 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
             "",
         ]
         for fig in r.figures:
-            rel = Path(fig).resolve().relative_to(out.resolve()) if Path(fig).is_absolute() else fig
-            parts += [f"![{Path(fig).stem}]({rel})", ""]
+            parts += [f"![{Path(fig).stem}]({_link(fig, out)})", ""]
         env = ", ".join(f"{k} {v}" for k, v in r.environment.items())
         parts += [f"<sub>Environment: {env}</sub>", ""]
     md_path = out / "report.md"
@@ -113,6 +112,15 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
         json.dumps([r.to_dict() for r in results], indent=1, default=_json_default)
     )
     return {"markdown": md_path, "json": json_path}
+
+
+def _link(path: str | Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies below it (so the report can move)."""
+    full = Path(path).resolve()
+    try:
+        return full.relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return full.as_posix()
 
 
 def _json_default(obj: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25_core import check_array
+from icml25_core import check_array, check_scalar
 
 from .solver import sinkhorn
 
@@ -102,11 +102,12 @@ def random_bipartite_graph(
     row_degrees: Any,
     col_degrees: Any,
     seed: int | np.random.Generator | None = None,
+    size: int | None = None,
     tol: float = 1e-9,
     max_iter: int = 10000,
     log: bool = False,
 ):
-    r"""Sample a bipartite graph from the maximum-entropy model with given expected degrees.
+    r"""Sample bipartite graphs from the maximum-entropy model with given expected degrees.
 
     The edge probabilities :math:`p_{ij} = \sigma(f_i + g_j)` solve the logistic bridge with
     zero cost, :math:`\sum_j p_{ij} = r_i`, :math:`\sum_i p_{ij} = c_j`; edges are then
@@ -121,6 +122,8 @@ def random_bipartite_graph(
         Expected degrees of the column nodes, in [0, n]; same sum as ``row_degrees``.
     seed : int, Generator or None
         Randomness of the sampling.
+    size : int, optional
+        Number of independent graphs; ``None`` draws one. The model is solved once.
     tol, max_iter : float, int
         Passed to :func:`~gsb_sinkhorn.sinkhorn`.
     log : bool
@@ -128,8 +131,8 @@ def random_bipartite_graph(
 
     Returns
     -------
-    adjacency : numpy.ndarray of uint8, shape (n, m)
-        A sampled biadjacency matrix; its degrees equal the given ones in expectation.
+    adjacency : numpy.ndarray of uint8, shape (n, m) or (size, n, m)
+        Sampled biadjacency matrices; their degrees equal the given ones in expectation.
     log : dict
         Only if ``log=True``.
 
@@ -179,7 +182,8 @@ def random_bipartite_graph(
         P[np.ix_(fr, fc)] = Q
     P = np.nan_to_num(P, nan=0.0)
     rng = np.random.default_rng(seed)
-    A = (rng.random(P.shape) < P).astype(np.uint8)
+    shape = P.shape if size is None else (_check_size(size), *P.shape)
+    A = (rng.random(shape) < P).astype(np.uint8)
     if not log:
         return A
     return A, {"probabilities": P, **solver_log}
@@ -227,19 +231,36 @@ def random_contingency_table(
     row_margins: Any,
     col_margins: Any,
     seed: int | np.random.Generator | None = None,
+    size: int | None = None,
     tol: float = 1e-9,
 ) -> np.ndarray:
-    r"""Sample a non-negative integer table from the maximum-entropy model with given margins.
+    r"""Sample non-negative integer tables from the maximum-entropy model with given margins.
 
     Entries are independent geometric variables whose means form the
     :func:`typical_table`, so margins hold in expectation; conditioned on its margins, a
     table from this model is uniform over all tables with those margins (Barvinok 2010).
 
+    Parameters
+    ----------
+    row_margins, col_margins : array-like
+        As in :func:`typical_table`.
+    seed : int, Generator or None
+        Randomness of the sampling.
+    size : int, optional
+        Number of independent tables; ``None`` draws one. The typical table is solved once.
+    tol : float
+        Passed to :func:`~gsb_sinkhorn.sinkhorn`.
+
     Returns
     -------
-    numpy.ndarray of int64, shape (n, m)
+    numpy.ndarray of int64, shape (n, m) or (size, n, m)
     """
     Z = typical_table(row_margins, col_margins, tol=tol)
     rng = np.random.default_rng(seed)
     # numpy's geometric counts trials up to the first success; minus one has mean (1-p)/p = z
-    return rng.geometric(1.0 / (1.0 + Z)) - 1
+    shape = Z.shape if size is None else (_check_size(size), *Z.shape)
+    return rng.geometric(1.0 / (1.0 + Z), size=shape) - 1
+
+
+def _check_size(size: int) -> int:
+    return int(check_scalar(size, "size", low=1, integer=True))

@@ -55,6 +55,13 @@ def _is_numpy(x: Any) -> bool:
     return isinstance(x, np.ndarray)
 
 
+def _as_float(x: Any) -> Any:
+    """Integer or boolean arrays as float64 (degree sequences, counts); floats unchanged."""
+    if x is None or get_backend(x).is_floating_point(x):
+        return x
+    return x.astype(np.float64) if _is_numpy(x) else x.double()
+
+
 def _eps(x: Any) -> float:
     return float(np.finfo(str(x.dtype).replace("torch.", "")).eps)
 
@@ -252,7 +259,8 @@ def sinkhorn(
     Parameters
     ----------
     a : array-like, shape (n,)
-        Row marginal, non-negative. Zero entries give zero rows.
+        Row marginal, non-negative. Zero entries give zero rows. Integer inputs (degree
+        sequences, counts) are computed in float64.
     b : array-like, shape (m,)
         Column marginal, non-negative, with the same total mass as ``a``.
     C : array-like, shape (n, m)
@@ -309,9 +317,8 @@ def sinkhorn(
     R. Choudhary, H. Lyu. Linear convergence of Sinkhorn's algorithm for generalized static
     Schrödinger bridge. ICML 2025, PMLR 267:10741-10767.
     """
-    a, b, C = list_to_array(a, b, C)
-    if R is not None:
-        R = list_to_array(R)
+    a, b, C = (_as_float(x) for x in list_to_array(a, b, C))
+    R = None if R is None else _as_float(list_to_array(R))
     div = get_divergence(divergence)
     _validate(a, b, C, R, reg, tol, max_iter, div)
     nx = get_backend(a, b, C) if R is None else get_backend(a, b, C, R)
