@@ -170,3 +170,31 @@ def test_integer_inputs_are_computed_in_float64():
     P = sinkhorn(np.array([2, 1]), np.array([1, 1, 1]), np.zeros((2, 3), dtype=int), "logistic")
     assert P.dtype == np.float64
     np.testing.assert_allclose(P.sum(1), [2, 1], rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("divergence", "reg"), [("kl", 0.01), ("logistic", 0.01), ("contingency", 0.1)]
+)
+def test_row_and_column_cost_offsets_leave_the_plan_unchanged(divergence, reg):
+    """C_ij + d_i + e_j has the same plan (absorbed in f, g), even where exp(-C/reg) is 0.
+
+    Row offsets up to 50 / reg = 5000 (at reg 0.01) underflow every kernel entry of the shifted rows,
+    which the KL path must survive (log-domain first step, absorption, exact fallbacks) and
+    where the Newton path meets saturated psi (trust region);
+    float64 then resolves the plan to about 5000 * eps relative.
+    """
+    a, b, C = (
+        ot_problem(30, 20, seed=13) if divergence == "kl" else feasible_problem(30, 20, seed=13)
+    )
+    rng = np.random.default_rng(13)
+    d, e = rng.uniform(0, 50, 30) * (rng.random(30) < 0.5), rng.uniform(-5, 5, 20)
+    P, log = sinkhorn(a, b, C, divergence, reg=reg, tol=1e-10, max_iter=20000, log=True)
+    shifted = C + d[:, None] + e[None, :]
+    P_shift, log_shift = sinkhorn(
+        a, b, shifted, divergence, reg=reg, tol=1e-10, max_iter=20000, log=True
+    )
+    assert log["converged"] and log_shift["converged"]
+    np.testing.assert_allclose(P_shift, P, atol=1e-8 * a.sum(), rtol=0)
+    if divergence == "kl":
+        Q = ot.sinkhorn(a, b, C, 0.01, method="sinkhorn_log", stopThr=1e-12, numItermax=100000)
+        np.testing.assert_allclose(P_shift, Q, atol=1e-8, rtol=0)

@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 _MAX_NEWTON = 100
+_FIRST_CAP = 16.0  # first trust-region radius of a Newton step, in units of reg
+_ABSORB = 30.0  # |log| of a KL scaling past which it is absorbed into the potentials
 
 
 class ConvergenceWarning(UserWarning):
@@ -112,9 +114,11 @@ def _newton_step(
 ):
     r"""Solve :math:`\sum R\,\psi(x + \text{other} - K) = \text{target}` along ``axis``.
 
-    Vectorised over the free index: safeguarded Newton inside a bracket that tightens at
-    every evaluation, bisection (or bracket expansion while one side is open) whenever a
-    Newton step would leave the bracket or fails to halve the step of two iterations ago.
+    Vectorised over the free index: Newton's method on :math:`\log S(x) = \log(\text{target})`
+    (:math:`S` the marginal, increasing in :math:`x`), safeguarded inside a bracket that
+    tightens at every evaluation; bisection (or bracket expansion, doubling, while one side
+    is open) whenever a Newton step is not finite, would leave the bracket or fails to halve
+    the step of two iterations ago.
 
     Returns the new potential and ``marginal(x0) - target`` at the starting point.
     """
@@ -139,7 +143,7 @@ def _newton_step(
         both, 0.5 * (lo_f + hi_f), nx.where(nx.isfinite(hi), hi_f - 1.0, lo_f + 1.0)
     )
     x = nx.where(inside, x0, fallback)
-    step = nx.ones(target.shape, type_as=target)
+    cap = _FIRST_CAP * nx.ones(target.shape, type_as=target)  # trust region, doubles when hit
     dx_old = inf
     dx_older = inf
     first_residual = None
@@ -151,32 +155,33 @@ def _newton_step(
             if mask is not None:
                 zeros = nx.zeros(p.shape, type_as=p)
                 p, d = nx.where(mask, p, zeros), nx.where(mask, d, zeros)
-        h = nx.sum(p, axis=axis) - target
+        S = nx.sum(p, axis=axis)
+        h = S - target
         if first_residual is None:
             first_residual = nx.where(inside, h, inf)
-        deriv = nx.sum(d, axis=axis)
         lo = nx.where(h < 0, x, lo)
         hi = nx.where(h > 0, x, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = x - h / deriv  # a vanishing derivative gives inf: not ok, bisect instead
-        dx = newton - x
+        # Newton on log S(x) = log target: exact in one step for psi = exp, and well scaled
+        # in exponential tails where S itself is flat; 0 * inf -> NaN falls back below
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            dx = -(nx.log(S) - nx.log(target)) * S / nx.sum(d, axis=axis)
         done = (nx.abs(h) <= inner_rtol * target) | (
             nx.abs(dx) <= 4 * eps * nx.maximum(nx.abs(x), 1.0 + 0 * x)
         )
         if bool(done.all()):
             break
-        ok = (
-            nx.isfinite(newton)
-            & (newton > lo)
-            & (newton < hi)
-            & (nx.abs(dx) <= 0.5 * nx.abs(dx_older))
-        )
+        # where psi saturates the Newton step is huge: stay within the trust region
+        hit = nx.abs(dx) > cap
+        dx = nx.where(hit, nx.where(dx > 0, cap, -cap), dx)
+        newton = x + dx
         both = nx.isfinite(lo) & nx.isfinite(hi)
+        ok = nx.isfinite(newton) & (newton > lo) & (newton < hi)
+        ok = ok & ~(both & (nx.abs(dx) > 0.5 * nx.abs(dx_older)))  # rtsafe: must keep shrinking
         bisect = 0.5 * (nx.where(both, lo, zero) + nx.where(both, hi, zero))
-        expand = nx.where(h < 0, x + step, x - step)
-        step = nx.where(ok | both, step, 2.0 * step)
+        expand = nx.where(h < 0, x + cap, x - cap)
+        cap = nx.where(hit | ~(ok | both), 2.0 * cap, cap)
         x_new = nx.where(ok, newton, nx.where(both, bisect, expand))
-        dx_older, dx_old = dx_old, nx.where(ok, dx, x_new - x)
+        dx_older, dx_old = dx_old, x_new - x
         x = nx.where(done, x, x_new)
     return x, first_residual
 
@@ -383,17 +388,7 @@ def _iterate(a, b, K, R, div, tol, max_iter, nx):
         if R is not None:
             with np.errstate(divide="ignore"):
                 K = K - nx.log(R)  # R folds into the kernel: pi = exp(u + v - K + log R)
-        buf = np.empty(K.shape, dtype=K.dtype) if _is_numpy(K) else None
-        with np.errstate(divide="ignore"):
-            log_a, log_b = nx.log(a), nx.log(b)
-        for _ in range(max_iter):
-            v, _ = _kl_step(v, u, K, b, log_b, 0, nx, buf)
-            u_new, res = _kl_step(u, v, K, a, log_a, 1, nx, buf)
-            residuals.append(float(nx.sum(nx.abs(res))) / mass)
-            if residuals[-1] <= tol:
-                return u, v, residuals, True
-            u = u_new
-        return u, v, residuals, False
+        return _iterate_kl(a, b, K, tol, max_iter, nx)
 
     mask = None if R is None or bool((R > 0).all()) else R > 0
     inner = 0.01 * tol
@@ -405,6 +400,69 @@ def _iterate(a, b, K, R, div, tol, max_iter, nx):
             return u, v, residuals, True
         u = u_new
     return u, v, residuals, False
+
+
+def _iterate_kl(a, b, K, tol, max_iter, nx):
+    r"""KL Sinkhorn: scaling steps on a kernel absorbed in the log potentials.
+
+    The plan is :math:`\exp(u_i + v_j - K_{ij})\,\alpha_i\beta_j` with the kernel
+    :math:`G = \exp(u + v - K)` stored once; an iteration is then two matrix-vector
+    products, :math:`\beta = b / G^\top\alpha` and :math:`\alpha = a / G\beta`, instead of
+    two log-sum-exp passes. When a scaling leaves :math:`[e^{-30}, e^{30}]` it is absorbed
+    (:math:`u \mathrel{+}= \log\alpha`, :math:`v \mathrel{+}= \log\beta`) and :math:`G` is
+    recomputed, so no entry that matters underflows; a step that still produces a zero or
+    non-finite value is redone as an exact log-domain step. The first step is always a
+    log-domain step, which normalises the rows of :math:`G` whatever ``K``'s scale.
+    Every step is the same exact block maximisation of the dual as in the log domain.
+    """
+    mass = float(nx.sum(a))
+    buf = np.empty(K.shape, dtype=K.dtype) if _is_numpy(K) else None
+    with np.errstate(divide="ignore"):
+        log_a, log_b = nx.log(a), nx.log(b)
+    u = nx.zeros(a.shape, type_as=K)
+    v = nx.zeros(b.shape, type_as=K)
+    residuals: list[float] = []
+    G = None  # exp(u + v - K) while valid; the iterate is (u + log alpha, v + log beta)
+    alpha = nx.ones(a.shape, type_as=K)
+    beta = nx.ones(b.shape, type_as=K)
+    while len(residuals) < max_iter:
+        if G is None:
+            v, _ = _kl_step(v, u, K, b, log_b, 0, nx, buf)
+            u_new, res = _kl_step(u, v, K, a, log_a, 1, nx, buf)
+            residuals.append(float(nx.sum(nx.abs(res))) / mass)
+            if residuals[-1] <= tol:
+                return u, v, residuals, True
+            u = u_new
+            G = _kernel(u, v, K, nx, buf)
+            alpha, beta = nx.ones(a.shape, type_as=K), nx.ones(b.shape, type_as=K)
+            continue
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            beta_new = b / nx.dot(G.T, alpha)
+            Gb = nx.dot(G, beta_new)
+            alpha_new = a / Gb
+        if not (bool(nx.isfinite(beta_new).all()) and bool(nx.isfinite(alpha_new).all())):
+            # a column or row of G underflowed: redo this step exactly in the log domain
+            u, v, G = u + nx.log(alpha), v + nx.log(beta), None
+            continue
+        beta = beta_new
+        residuals.append(float(nx.sum(nx.abs(alpha * Gb - a))) / mass)
+        if residuals[-1] <= tol:
+            return u + nx.log(alpha), v + nx.log(beta), residuals, True
+        alpha = alpha_new
+        if max(float(nx.max(nx.abs(nx.log(alpha)))), float(nx.max(nx.abs(nx.log(beta))))) > _ABSORB:
+            u, v = u + nx.log(alpha), v + nx.log(beta)
+            G = _kernel(u, v, K, nx, buf)
+            alpha, beta = nx.ones(a.shape, type_as=K), nx.ones(b.shape, type_as=K)
+    return u + nx.log(alpha), v + nx.log(beta), residuals, False
+
+
+def _kernel(u, v, K, nx, buf):
+    """exp(u_i + v_j - K_ij), in ``buf`` when given (NumPy)."""
+    if buf is None:
+        return nx.exp(u[:, None] + v[None, :] - K)
+    np.subtract(v[None, :], K, out=buf)
+    buf += u[:, None]
+    return np.exp(buf, out=buf)
 
 
 def _plan(u, v, K, R, div, nx):
