@@ -18,8 +18,9 @@ with the optimal plan :math:`\pi_{ij} = R_{ij}\,\psi((f_i + g_j - C_{ij})/\varep
 :math:`f` for fixed :math:`g`, then in :math:`g` for fixed :math:`f`. Each block step splits
 into independent one-dimensional monotone equations
 :math:`\sum_j R_{ij}\psi(u_i + v_j - K_{ij}) = a_i`, solved here all at once by a safeguarded
-Newton method inside a bisection bracket; for KL (:math:`\psi = \exp`) the step is the
-closed-form log-sum-exp update of log-domain Sinkhorn.
+Newton method inside a bisection bracket; for KL (:math:`\psi = \exp`) the step has a
+closed form, taken as matrix-vector scaling on a kernel absorbed into the log potentials
+(with exact log-sum-exp steps wherever that kernel would underflow).
 """
 
 from __future__ import annotations
@@ -440,7 +441,7 @@ def _iterate_kl(a, b, K, tol, max_iter, nx):
             beta_new = b / nx.dot(G.T, alpha)
             Gb = nx.dot(G, beta_new)
             alpha_new = a / Gb
-        if not (bool(nx.isfinite(beta_new).all()) and bool(nx.isfinite(alpha_new).all())):
+        if not (_positive_finite(beta_new, nx) and _positive_finite(alpha_new, nx)):
             # a column or row of G underflowed: redo this step exactly in the log domain
             u, v, G = u + nx.log(alpha), v + nx.log(beta), None
             continue
@@ -454,6 +455,10 @@ def _iterate_kl(a, b, K, tol, max_iter, nx):
             G = _kernel(u, v, K, nx, buf)
             alpha, beta = nx.ones(a.shape, type_as=K), nx.ones(b.shape, type_as=K)
     return u + nx.log(alpha), v + nx.log(beta), residuals, False
+
+
+def _positive_finite(x: Any, nx: Any) -> bool:
+    return bool((nx.isfinite(x) & (x > 0)).all())
 
 
 def _kernel(u, v, K, nx, buf):
