@@ -218,10 +218,19 @@ def _validate(
         )
 
 
-def _check_support(a: Any, b: Any, Rw: Any, div: Divergence, nx: Any) -> None:
-    """Each positive marginal needs reachable mass: R-weighted psi range must cover it."""
+def _check_support(a: Any, b: Any, R: Any, div: Divergence, nx: Any) -> None:
+    """Each positive marginal needs reachable mass: R-weighted psi range must cover it.
+
+    ``a`` and ``b`` are positive here (zero marginals were taken out before).
+    """
     top = div.psi_range[1]
-    for name, marg, cap in (("a", a, nx.sum(Rw, axis=1)), ("b", b, nx.sum(Rw, axis=0))):
+    if R is None:
+        if not math.isfinite(top):
+            return
+        caps = (b.shape[0] * nx.ones(a.shape, type_as=a), a.shape[0] * nx.ones(b.shape, type_as=b))
+    else:
+        caps = (nx.sum(R, axis=1), nx.sum(R, axis=0))
+    for name, marg, cap in (("a", a, caps[0]), ("b", b, caps[1])):
         if bool(((marg > 0) & (cap == 0)).any()):
             i = int(np.argmax(nx.to_numpy((marg > 0) & (cap == 0))))
             raise ValueError(
@@ -340,11 +349,11 @@ def sinkhorn(
         R_s = None if R is None else R[ri][:, ci]
     else:
         a_s, b_s, C_s, R_s = a, b, C, R
-    Rw = nx.ones(C_s.shape, type_as=C_s) if R_s is None else R_s
-    _check_support(a_s, b_s, Rw, div, nx)
+    _check_support(a_s, b_s, R_s, div, nx)
 
-    u, v, residuals, converged = _iterate(a_s, b_s, C_s / reg, R_s, div, tol, max_iter, nx)
-    plan_s = _plan(u, v, C_s / reg, R_s, div, nx)
+    K_s = C_s / reg
+    u, v, residuals, converged = _iterate(a_s, b_s, K_s, R_s, div, tol, max_iter, nx)
+    plan_s = _plan(u, v, K_s, R_s, div, nx)
 
     if reduced:
         plan = nx.zeros((n, m), type_as=C)
@@ -381,16 +390,15 @@ def sinkhorn(
 
 def _iterate(a, b, K, R, div, tol, max_iter, nx):
     """Alternate exact column and row updates until the row residual is below tol."""
-    mass = float(nx.sum(a))
-    u = nx.zeros(a.shape, type_as=K)
-    v = nx.zeros(b.shape, type_as=K)
-    residuals: list[float] = []
     if div is KL:
         if R is not None:
             with np.errstate(divide="ignore"):
                 K = K - nx.log(R)  # R folds into the kernel: pi = exp(u + v - K + log R)
         return _iterate_kl(a, b, K, tol, max_iter, nx)
-
+    mass = float(nx.sum(a))
+    u = nx.zeros(a.shape, type_as=K)
+    v = nx.zeros(b.shape, type_as=K)
+    residuals: list[float] = []
     mask = None if R is None or bool((R > 0).all()) else R > 0
     inner = 0.01 * tol
     for _ in range(max_iter):
