@@ -12,9 +12,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from icml25_core import check_array, check_scalar
-
 from .divergences import Divergence, get_divergence
+from .solver import _validate
 
 __all__ = ["dual_lbfgs"]
 
@@ -53,18 +52,11 @@ def dual_lbfgs(
     div = get_divergence(divergence)
     if div.conjugate is None:
         raise ValueError(f"divergence {div.name!r} has no conjugate: the dual cannot be evaluated")
-    C = np.asarray(check_array(np.asarray(C, dtype=float), "C", ndim=2), dtype=float)
+    a, b, C = (np.asarray(x, dtype=float) for x in (a, b, C))
+    R = None if R is None else np.asarray(R, dtype=float)
+    _validate(a, b, C, R, reg, tol, max_iter, div)
     n, m = C.shape
-    a = np.asarray(check_array(np.asarray(a, dtype=float), "a", shape=(n,), nonnegative=True))
-    b = np.asarray(check_array(np.asarray(b, dtype=float), "b", shape=(m,), nonnegative=True))
-    Rm = (
-        np.ones((n, m))
-        if R is None
-        else np.asarray(
-            check_array(np.asarray(R, dtype=float), "R", shape=(n, m), nonnegative=True)
-        )
-    )
-    check_scalar(reg, "reg", low=0.0, low_inclusive=False)
+    Rm = np.ones((n, m)) if R is None else R
     K = C / reg
     mass = a.sum()
     high = div.domain[1]
