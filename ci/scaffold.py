@@ -31,6 +31,9 @@ dependencies = ["icml25-core>=0.1,<0.2", "numpy>=1.26"]
 [project.optional-dependencies]
 cuda = []
 
+[dependency-groups]
+dev = ["pytest>=8.3"]
+
 [project.urls]
 Paper = "{url}"
 

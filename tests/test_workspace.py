@@ -35,6 +35,8 @@ def test_package_has_every_part(pkg):
     assert "cuda" in m.get("optional-dependencies", {})
     assert m["name"] in m.get("entry-points", {}).get("icml25.methods", {})
     assert any(d.startswith("icml25-core>=0.1,<0.2") for d in m["dependencies"])
+    groups = tomllib.loads((pkg / "pyproject.toml").read_text()).get("dependency-groups", {})
+    assert any(d.startswith("pytest") for d in groups.get("dev", [])), "tests must run alone"
     for f in ("README.md", "CHANGELOG.md"):
         assert (pkg / f).stat().st_size > 200, f"{f} is missing or a stub"
     assert (pkg / "src" / import_name(pkg) / "__init__.py").exists()
