@@ -90,3 +90,27 @@ def test_bad_options(fake):
         runner.invoke(cli.app, ["reproduce", "fake-method", "--experiment", "missing"]).exit_code
         == 2
     )
+
+
+def test_bench_without_benchmarks_folder_says_where_they_are(fake, monkeypatch):
+    monkeypatch.setattr(Method, "benchmarks_dir", lambda self: None)
+    result = runner.invoke(cli.app, ["bench", "fake-method", "--smoke"])
+    assert result.exit_code == 2
+    assert "ship with its source tree" in result.output
+
+
+def test_bench_runs_a_benchmark_file(fake, monkeypatch, tmp_path):
+    bench_dir = tmp_path / "benchmarks"
+    bench_dir.mkdir()
+    (bench_dir / "bench_toy.py").write_text(
+        "from icml25_core import compare, make_report\n"
+        "def run(smoke=False):\n"
+        "    c = compare({'a': lambda: None, 'b': lambda: None}, reference='a', repeats=1, memory=False)\n"
+        "    return make_report('toy', [c])\n"
+    )
+    monkeypatch.setattr(Method, "benchmarks_dir", lambda self: bench_dir)
+    result = runner.invoke(
+        cli.app, ["bench", "fake-method", "--smoke", "--out", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "fake-method" / "bench_toy-smoke.json").exists()

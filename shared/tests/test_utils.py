@@ -68,3 +68,10 @@ def test_check_scalar_and_choice():
         check_scalar(True, "flag")
     with pytest.raises(ValueError, match="mode must be one of"):
         check_choice("x", "mode", ["a", "b"])
+
+
+def test_track_yields_every_item_in_order():
+    from icml25_core import track
+
+    assert list(track(range(5), "counting")) == [0, 1, 2, 3, 4]
+    assert list(track(iter("ab"), "letters")) == ["a", "b"]

@@ -198,3 +198,24 @@ def test_row_and_column_cost_offsets_leave_the_plan_unchanged(divergence, reg):
     if divergence == "kl":
         Q = ot.sinkhorn(a, b, C, 0.01, method="sinkhorn_log", stopThr=1e-12, numItermax=100000)
         np.testing.assert_allclose(P_shift, Q, atol=1e-8, rtol=0)
+
+
+@pytest.mark.parametrize("divergence", DIVS)
+def test_warmstart_from_the_solution_converges_at_once(divergence):
+    a, b, C = feasible_problem(12, 9, seed=14)
+    P, log = sinkhorn(a, b, C, divergence, reg=0.2, tol=1e-11, log=True)
+    P2, log2 = sinkhorn(
+        a, b, C, divergence, reg=0.2, tol=1e-10, log=True, warmstart=(log["f"], log["g"])
+    )
+    assert log2["n_iter"] == 1
+    np.testing.assert_allclose(P2, P, rtol=1e-9)
+
+
+def test_warmstart_is_checked():
+    a, b, C = feasible_problem(4, 3, seed=15)
+    with pytest.raises(ValueError, match="warmstart must be a pair"):
+        sinkhorn(a, b, C, warmstart=np.zeros(4))
+    with pytest.raises(ValueError, match=r"warmstart\[1\] must have shape \(3,\)"):
+        sinkhorn(a, b, C, warmstart=(np.zeros(4), np.zeros(4)))
+    with pytest.raises(ValueError, match=r"warmstart\[0\] on the support of a must be finite"):
+        sinkhorn(a, b, C, warmstart=(np.full(4, np.nan), np.zeros(3)))

@@ -259,6 +259,7 @@ def sinkhorn(
     tol: float = 1e-9,
     max_iter: int = 10000,
     log: bool = False,
+    warmstart: tuple[Any, Any] | None = None,
 ):
     r"""Solve the generalized static Schrödinger bridge with Sinkhorn's algorithm.
 
@@ -296,6 +297,9 @@ def sinkhorn(
         Maximum number of iterations (one column and one row update each).
     log : bool
         Also return a dictionary with the potentials and the residual history.
+    warmstart : tuple of array-like, optional
+        Starting potentials ``(f, g)``, shapes (n,) and (m,), in cost units, for example
+        ``(log["f"], log["g"])`` of a nearby problem; default zeros.
 
     Returns
     -------
@@ -351,8 +355,9 @@ def sinkhorn(
         a_s, b_s, C_s, R_s = a, b, C, R
     _check_support(a_s, b_s, R_s, div, nx)
 
+    start = None if warmstart is None else _warmstart(warmstart, ri, ci, n, m, reg, nx)
     K_s = C_s / reg
-    u, v, residuals, converged = _iterate(a_s, b_s, K_s, R_s, div, tol, max_iter, nx)
+    u, v, residuals, converged = _iterate(a_s, b_s, K_s, R_s, div, tol, max_iter, nx, start)
     plan_s = _plan(u, v, K_s, R_s, div, nx)
 
     if reduced:
@@ -388,16 +393,29 @@ def sinkhorn(
     }
 
 
-def _iterate(a, b, K, R, div, tol, max_iter, nx):
+def _warmstart(warmstart, ri, ci, n, m, reg, nx):
+    """Scaled starting potentials on the support of the marginals."""
+    if not isinstance(warmstart, tuple | list) or len(warmstart) != 2:
+        raise ValueError("warmstart must be a pair (f, g) of potentials")
+    f, g = list_to_array(*warmstart)
+    check_array(f, "warmstart[0]", shape=(n,), finite=False)
+    check_array(g, "warmstart[1]", shape=(m,), finite=False)
+    take = (lambda x, i: x[i]) if _is_numpy(f) else (lambda x, i: x[nx.from_numpy(i)])
+    f, g = take(f, ri), take(g, ci)
+    check_array(f, "warmstart[0] on the support of a")
+    check_array(g, "warmstart[1] on the support of b")
+    return f / reg, g / reg
+
+
+def _iterate(a, b, K, R, div, tol, max_iter, nx, start=None):
     """Alternate exact column and row updates until the row residual is below tol."""
     if div is KL:
         if R is not None:
             with np.errstate(divide="ignore"):
                 K = K - nx.log(R)  # R folds into the kernel: pi = exp(u + v - K + log R)
-        return _iterate_kl(a, b, K, tol, max_iter, nx)
+        return _iterate_kl(a, b, K, tol, max_iter, nx, start)
     mass = float(nx.sum(a))
-    u = nx.zeros(a.shape, type_as=K)
-    v = nx.zeros(b.shape, type_as=K)
+    u, v = start or (nx.zeros(a.shape, type_as=K), nx.zeros(b.shape, type_as=K))
     residuals: list[float] = []
     mask = None if R is None or bool((R > 0).all()) else R > 0
     inner = 0.01 * tol
@@ -411,7 +429,7 @@ def _iterate(a, b, K, R, div, tol, max_iter, nx):
     return u, v, residuals, False
 
 
-def _iterate_kl(a, b, K, tol, max_iter, nx):
+def _iterate_kl(a, b, K, tol, max_iter, nx, start=None):
     r"""KL Sinkhorn: scaling steps on a kernel absorbed in the log potentials.
 
     The plan is :math:`\exp(u_i + v_j - K_{ij})\,\alpha_i\beta_j` with the kernel
@@ -428,8 +446,7 @@ def _iterate_kl(a, b, K, tol, max_iter, nx):
     buf = np.empty(K.shape, dtype=K.dtype) if _is_numpy(K) else None
     with np.errstate(divide="ignore"):
         log_a, log_b = nx.log(a), nx.log(b)
-    u = nx.zeros(a.shape, type_as=K)
-    v = nx.zeros(b.shape, type_as=K)
+    u, v = start or (nx.zeros(a.shape, type_as=K), nx.zeros(b.shape, type_as=K))
     residuals: list[float] = []
     G = None  # exp(u + v - K) while valid; the iterate is (u + log alpha, v + log beta)
     alpha = nx.ones(a.shape, type_as=K)
