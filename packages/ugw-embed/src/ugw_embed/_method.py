@@ -1,0 +1,16 @@
+"""What ugw-embed tells the icml25 CLI (imported without the solver's dependencies)."""
+
+from icml25_core import Method
+
+METHOD = Method(
+    name="ugw-embed",
+    title=(
+        "Joint Metric Space Embedding by Unbalanced OT with Gromov-Wasserstein "
+        "Marginal Penalization"
+    ),
+    authors=("Florian Beier", "Moritz Piening", "Robert Beinert", "Gabriele Steidl"),
+    venue="ICML 2025",
+    url="https://arxiv.org/abs/2502.07510",
+    summary="Embed two unaligned datasets jointly into a plane, sphere, torus or grid",
+    experiments={"joint-embedding": "ugw_embed.experiments:JOINT_EMBEDDING"},
+)

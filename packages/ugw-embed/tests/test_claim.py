@@ -1,0 +1,26 @@
+"""The quick claim test: what the paper claims, at laptop scale, with a stated margin."""
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from icml25_core import run_experiment
+from ugw_embed.experiments import BASELINE, JOINT_EMBEDDING, METHOD
+
+
+@pytest.mark.claim
+def test_joint_embedding_quick(tmp_path):
+    result = run_experiment(
+        JOINT_EMBEDDING, method=METHOD, profile="quick", seeds=[0], out_dir=tmp_path
+    )
+    ours = {r.setting["lam_max"]: r.metrics for r in result.rows if r.method == METHOD}
+    base = next(r.metrics for r in result.rows if r.method == BASELINE)
+    # distortion falls as lam grows (the part of the claim that holds here), by >= 10% a step
+    lams = sorted(ours)
+    for lo, hi in pairwise(lams):
+        assert ours[hi]["distortion"] <= 0.9 * ours[lo]["distortion"]
+    # on this seed both methods align the views almost perfectly (FOSCTTM < 0.03)
+    assert ours[lams[-1]]["foscttm"] < 0.03 and base["foscttm"] < 0.03
+    assert np.isfinite(ours[lams[-1]]["distance"])
+    assert (tmp_path / "embeddings.png").exists()

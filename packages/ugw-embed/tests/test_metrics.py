@@ -1,0 +1,38 @@
+import numpy as np
+import pytest
+
+from ugw_embed import distortion, embedded_wasserstein, foscttm
+
+
+def test_foscttm_known_values():
+    E = np.arange(10.0)[:, None]
+    assert foscttm(E, E) == 0.0
+    # worked by hand: sample 0 is matched, samples 1 and 2 each have one closer impostor
+    assert foscttm([[0.0], [1.0], [2.0]], [[0.0], [2.0], [1.0]]) == pytest.approx(1 / 3)
+
+
+def test_foscttm_of_a_random_matching_is_one_half():
+    rng = np.random.default_rng(0)
+    E = rng.random((300, 2))
+    assert foscttm(E, E[rng.permutation(300)]) == pytest.approx(0.5, abs=0.05)
+
+
+def test_foscttm_shape_errors():
+    with pytest.raises(ValueError, match=r"E2 must have shape \(3, 2\)"):
+        foscttm(np.ones((3, 2)), np.ones((4, 2)))
+
+
+def test_embedded_wasserstein_of_a_translation():
+    rng = np.random.default_rng(0)
+    E = rng.random((20, 2))
+    assert embedded_wasserstein(E, E) == pytest.approx(0.0, abs=1e-12)
+    assert embedded_wasserstein(E, E + np.array([3.0, 4.0])) == pytest.approx(5.0, rel=1e-9)
+
+
+def test_distortion_is_zero_for_similarities():
+    rng = np.random.default_rng(1)
+    X = rng.random((15, 3))
+    D = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    assert distortion(D, 2.5 * X @ R) == pytest.approx(0.0, abs=1e-12)
+    assert distortion(D, rng.random((15, 3))) > 0.2

@@ -1,0 +1,155 @@
+"""The estimator: isometric inputs, marginals, spaces, inputs and errors."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from ugw_embed import JointEmbedding, check_metric, foscttm, make_space
+from ugw_embed.experiments import make_views
+
+
+def sheet(n, seed):
+    rng = np.random.default_rng(seed)
+    t, h = rng.uniform(0, 1.5 * np.pi, n), rng.uniform(0, 2, n)
+    return np.stack([t * np.cos(t) / 5, h, t * np.sin(t) / 5], 1)
+
+
+@pytest.fixture(scope="module")
+def isometric_fit():
+    X = sheet(60, 0)
+    R = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
+    model = JointEmbedding(grid=12, lam=[1.0, 10.0, 100.0], eps=5e-3, n_iter=12, seed=0)
+    return model.fit(X, 3.0 * X @ R.T), X
+
+
+def test_isometric_inputs_are_aligned(isometric_fit):
+    model, _ = isometric_fit
+    # same shape up to rotation and scale: stated margin FOSCTTM <= 0.05 (0 is perfect)
+    assert foscttm(model.embedding1_, model.embedding2_) <= 0.05
+
+
+def test_fixed_marginals_and_shapes(isometric_fit):
+    model, X = isometric_fit
+    n, k = X.shape[0], 144
+    assert model.plan1_.shape == (n, k) and model.plan2_.shape == (n, k)
+    np.testing.assert_allclose(model.plan1_.sum(1), np.full(n, 1 / n), atol=1e-5 / n)
+    np.testing.assert_allclose(model.plan2_.sum(1), np.full(n, 1 / n), atol=1e-5 / n)
+    np.testing.assert_allclose(model.zeta1_, model.plan1_.sum(0))
+    assert model.embedding1_.shape == (n, 2)
+    assert np.all((model.embedding1_ >= 0) & (model.embedding1_ <= 1))
+    assert model.n_iter_ >= 1 and np.isfinite(model.distance_)
+
+
+def test_distance_matrices_give_the_same_fit_as_points():
+    X = sheet(30, 2)
+    D = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    kw = {"grid": 8, "lam": 10.0, "eps": 1e-2, "n_iter": 5, "seed": 0}
+    a = JointEmbedding(**kw).fit(X, X)
+    b = JointEmbedding(**kw).fit(D1=D, D2=D)
+    np.testing.assert_allclose(a.plan1_, b.plan1_, atol=1e-12)
+
+
+@pytest.mark.parametrize(("space", "dim"), [("sphere", 3), ("torus", 4), ("circle", 2)])
+def test_curved_spaces_embed_onto_the_space(space, dim):
+    X = sheet(25, 3)
+    model = JointEmbedding(space=space, grid=8, lam=10.0, eps=1e-2, n_iter=4, seed=0).fit(X, X)
+    E = model.embedding1_
+    assert E.shape == (25, dim)
+    if space in ("sphere", "circle"):
+        np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, rtol=1e-12)
+    else:
+        np.testing.assert_allclose(np.linalg.norm(E[:, :2], axis=1), 1.0, rtol=1e-12)
+
+
+def test_user_grid():
+    g = np.linspace(0, 1, 6)
+    pts = np.stack([g, g**2], 1)
+    D = np.linalg.norm(pts[:, None] - pts[None], axis=-1)
+    X = sheet(20, 4)
+    model = JointEmbedding(space=(pts, D), lam=10.0, eps=1e-2, n_iter=3).fit(X, X)
+    assert model.embedding1_.shape == (20, 2)
+
+
+def test_sklearn_params_and_clone():
+    model = JointEmbedding(lam=[1.0, 10.0], grid=9)
+    params = model.get_params()
+    assert params["lam"] == [1.0, 10.0] and params["grid"] == 9
+    assert clone(model).get_params()["grid"] == 9
+
+
+def test_spaces_are_metric():
+    for name in ("plane", "sphere", "torus", "circle"):
+        s = make_space(name, 6)
+        check_metric(s.distances, name)
+    assert make_space("plane", 5).size == 25
+    assert make_space("circle", 5).size == 5
+
+
+def test_views_share_points():
+    X1, X2, s1, s2 = make_views(50, 5, seed=0)
+    assert X1.shape == (45, 3) and X2.shape == (45, 3) and s1.size == s2.size == 40
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fit", "error", "match"),
+    [
+        ({}, {"X1": np.eye(5), "X2": None}, ValueError, "exactly one of X2"),
+        (
+            {},
+            {"X1": np.full((5, 2), np.nan), "X2": np.ones((5, 2))},
+            ValueError,
+            "X1 must be finite",
+        ),
+        ({}, {"X1": np.zeros((0, 2)), "X2": np.ones((5, 2))}, ValueError, "X1 must not be empty"),
+        (
+            {},
+            {"X1": np.eye(4), "X2": np.eye(3), "w1": np.ones(3)},
+            ValueError,
+            r"w1 must have one weight per point \(4\)",
+        ),
+        (
+            {},
+            {"X1": np.eye(4), "X2": np.eye(3), "w2": -np.ones(3)},
+            ValueError,
+            "w2 must be strictly positive",
+        ),
+        (
+            {},
+            {"D1": np.array([[0, 1], [2, 0.0]]), "D2": np.eye(2)},
+            ValueError,
+            "D1 must be symmetric",
+        ),
+        (
+            {},
+            {
+                "D1": np.array([[0, 1, 5], [1, 0, 1], [5, 1, 0.0]]),
+                "D2": np.ones((2, 2)) - np.eye(2),
+            },
+            ValueError,
+            "triangle inequality",
+        ),
+        (
+            {"lam": [10.0, 1.0]},
+            {"X1": np.eye(3), "X2": np.eye(3)},
+            ValueError,
+            "lam schedule must be increasing",
+        ),
+        ({"eps": 0.0}, {"X1": np.eye(3), "X2": np.eye(3)}, ValueError, "eps must be > 0"),
+        ({"space": "cube"}, {"X1": np.eye(3), "X2": np.eye(3)}, ValueError, "space must be one of"),
+        (
+            {"grid": 400, "max_memory_gb": 1.0},
+            {"X1": np.eye(3), "X2": np.eye(3)},
+            MemoryError,
+            "needs about .* GiB",
+        ),
+    ],
+)
+def test_bad_input(kwargs, fit, error, match):
+    with pytest.raises(error, match=match):
+        JointEmbedding(**kwargs).fit(**fit)
+
+
+def test_divergence_is_reported_not_returned():
+    X = sheet(20, 5)
+    with pytest.raises(FloatingPointError, match="increase eps or lower lam"):
+        JointEmbedding(grid=6, lam=1e300, eps=1e-300, n_iter=2).fit(X, X)
