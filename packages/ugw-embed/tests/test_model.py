@@ -149,6 +149,7 @@ def test_bad_input(kwargs, fit, error, match):
         JointEmbedding(**kwargs).fit(**fit)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_divergence_is_reported_not_returned():
     X = sheet(20, 5)
     with pytest.raises(FloatingPointError, match="increase eps or lower lam"):
