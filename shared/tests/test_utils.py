@@ -75,3 +75,16 @@ def test_track_yields_every_item_in_order():
 
     assert list(track(range(5), "counting")) == [0, 1, 2, 3, 4]
     assert list(track(iter("ab"), "letters")) == ["a", "b"]
+
+
+def test_run_markdown_python(tmp_path):
+    from icml25_core import run_markdown_python
+
+    md = tmp_path / "README.md"
+    md.write_text(
+        "text\n```python\nx = 2\n```\nmore\n```python\ny = x * 21\n```\n```bash\nexit 1\n```\n"
+    )
+    assert run_markdown_python(md)["y"] == 42
+    (tmp_path / "empty.md").write_text("no code")
+    with pytest.raises(ValueError, match="has no"):
+        run_markdown_python(tmp_path / "empty.md")

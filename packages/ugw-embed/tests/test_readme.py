@@ -1,15 +1,11 @@
 """The README's quick start runs as written."""
 
-import re
 from pathlib import Path
+
+from icml25_core import run_markdown_python
 
 
 def test_quick_start_runs(capsys):
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert blocks
-    scope: dict = {}
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), scope)
+    scope = run_markdown_python(Path(__file__).resolve().parents[1] / "README.md")
     assert scope["model"].embedding1_.shape == (80, 2)
     assert "(80, 2)" in capsys.readouterr().out

@@ -9,6 +9,7 @@ from importlib.metadata import version as _version
 from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_report
 from .device import select_device
 from .environment import environment
+from .examples import run_markdown_python
 from .experiment import PROFILES, Experiment, Result, Row, Verdict, run_experiment
 from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
 from .progress import make_progress, track
@@ -46,6 +47,7 @@ __all__ = [
     "markdown_table",
     "render_result",
     "run_experiment",
+    "run_markdown_python",
     "seed_everything",
     "select_device",
     "track",
