@@ -27,7 +27,7 @@ METHOD = "ugw-embed"
 BASELINE = "entropic GW + barycentric projection (POT)"
 PROFILES = {
     "quick": {
-        "n": 120,
+        "n": 160,
         "drop": 10,
         "grid": 15,
         "n_iter": 15,
