@@ -16,10 +16,12 @@ def test_joint_embedding_quick(tmp_path):
     )
     ours = {r.setting["lam_max"]: r.metrics for r in result.rows if r.method == METHOD}
     base = next(r.metrics for r in result.rows if r.method == BASELINE)
-    # distortion falls as lam grows (the part of the claim that holds here), by >= 10% a step
+    # distortion falls at every step of lam (the experiment's criterion) and by at least half
+    # from the first to the last value (stated margin)
     lams = sorted(ours)
     for lo, hi in pairwise(lams):
-        assert ours[hi]["distortion"] <= 0.9 * ours[lo]["distortion"]
+        assert ours[hi]["distortion"] < ours[lo]["distortion"]
+    assert ours[lams[-1]]["distortion"] <= 0.5 * ours[lams[0]]["distortion"]
     # near-isometric at the end of the schedule (stated margin: distortion below 0.2), and
     # the baseline aligns this easy pair (FOSCTTM below 0.03); ugw-embed's alignment is
     # bimodal across seeds (see the README), so the test does not assert it
