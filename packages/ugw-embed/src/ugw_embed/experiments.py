@@ -38,9 +38,9 @@ PROFILES = {
     "full": {
         "n": 200,
         "drop": 15,
-        "grid": 30,
-        "n_iter": 40,
-        "eps": 2e-3,
+        "grid": 20,
+        "n_iter": 25,
+        "eps": 3e-3,
         "restarts": 1,
         "sweep": (1.0, 10.0, 100.0, 1000.0),
     },
