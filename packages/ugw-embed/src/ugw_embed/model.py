@@ -62,9 +62,9 @@ class JointEmbedding(BaseEstimator):
         Stop a ``lam`` stage early when the relative change of the objective is below it.
     sinkhorn_tol, sinkhorn_max_iter : float, int
         Inner multi-marginal Sinkhorn tolerance (relative L1 marginal error) and sweeps.
-    device : {"cpu", "cuda", "mps", "auto"} or None
-        ``None`` computes with NumPy; otherwise with torch on that device (``"auto"``: the
-        best available).
+    device : {"cpu", "cuda", "auto"} or None
+        ``None`` computes with NumPy; otherwise with torch in float64 on that device
+        (``"auto"``: the best available; Apple's MPS has no float64 and is refused).
     max_memory_gb : float
         Refuse problems whose estimated working memory exceeds this.
 
@@ -323,6 +323,11 @@ def _converters(device: str | None):
     import torch
 
     dev = select_device(None if device == "auto" else device)
+    if dev.startswith("mps"):
+        raise ValueError(
+            "device 'mps' has no float64, which the log-domain solver needs at small eps; "
+            "use device='cpu' or 'cuda'"
+        )
     return (lambda x: torch.as_tensor(x, dtype=torch.float64, device=dev)), (
         lambda x: x.detach().cpu().numpy()
     )
