@@ -64,7 +64,8 @@ class JointEmbedding(BaseEstimator):
         Inner multi-marginal Sinkhorn tolerance (relative L1 marginal error) and sweeps.
     device : {"cpu", "cuda", "auto"} or None
         ``None`` computes with NumPy; otherwise with torch in float64 on that device
-        (``"auto"``: the best available; Apple's MPS has no float64 and is refused).
+        (``"auto"``: cuda if available, else cpu; Apple's MPS has no float64 and is
+        refused).
     max_memory_gb : float
         Refuse problems whose estimated working memory exceeds this.
 
@@ -323,6 +324,8 @@ def _converters(device: str | None):
     import torch
 
     dev = select_device(None if device == "auto" else device)
+    if dev.startswith("mps") and device == "auto":
+        dev = "cpu"  # the best float64 device
     if dev.startswith("mps"):
         raise ValueError(
             "device 'mps' has no float64, which the log-domain solver needs at small eps; "
