@@ -171,8 +171,9 @@ class JointEmbedding(BaseEstimator):
 
     def _check_memory(self, n1: int, n2: int, k: int) -> None:
         # k x k: target distances, their squares, scaled edge cost, one log-sum-exp temporary
-        # and the middle plan; n x k: costs, plans and temporaries of both ends
-        need = 8 * (5 * k * k + 8 * (n1 + n2) * k)
+        # and the middle plan; n x k: costs, plans and temporaries of both ends; n x n: the
+        # input distances and their squares
+        need = 8 * (5 * k * k + 8 * (n1 + n2) * k + 2 * (n1 * n1 + n2 * n2))
         if need > self.max_memory_gb * 2**30:
             raise MemoryError(
                 f"a grid of {k} points with {n1} + {n2} samples needs about {need / 2**30:.1f} GiB, "
