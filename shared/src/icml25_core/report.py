@@ -29,18 +29,13 @@ def format_value(mean: float, std: float | None = None) -> str:
     return f"{one(mean)} ± {one(std)}"
 
 
-def _columns(result: Result) -> tuple[list[str], list[str]]:
+def _table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
     summary = result.summary()
     setting_keys = list(dict.fromkeys(k for s in summary for k in s["setting"]))
     metric_keys = list(dict.fromkeys(k for s in summary for k in s["metrics"]))
-    return setting_keys, metric_keys
-
-
-def _table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
-    setting_keys, metric_keys = _columns(result)
     header = ["method", *setting_keys, "seeds", *metric_keys]
     body = []
-    for s in result.summary():
+    for s in summary:
         name = s["method"] + (" (baseline)" if s["baseline"] else "")
         cells = [name, *(str(s["setting"].get(k, "")) for k in setting_keys), str(s["seeds"])]
         cells += [format_value(*s["metrics"][k]) if k in s["metrics"] else "" for k in metric_keys]

@@ -58,6 +58,16 @@ def _is_numpy(x: Any) -> bool:
     return isinstance(x, np.ndarray)
 
 
+def _index(idx: np.ndarray, like: Any, nx: Any) -> Any:
+    """Integer indices (NumPy) in a form that indexes ``like``'s backend."""
+    return idx if _is_numpy(like) else nx.from_numpy(idx)
+
+
+def _submatrix(M: Any, ri: np.ndarray, ci: np.ndarray, nx: Any) -> Any:
+    """Rows ``ri`` and columns ``ci`` of ``M``."""
+    return M[_index(ri, M, nx)][:, _index(ci, M, nx)]
+
+
 def _as_float(x: Any) -> Any:
     """Integer or boolean arrays as float64 (degree sequences, counts); floats unchanged."""
     if x is None or get_backend(x).is_floating_point(x):
@@ -348,9 +358,9 @@ def sinkhorn(
     reduced = not (rows.all() and cols.all())
     ri, ci = np.flatnonzero(rows), np.flatnonzero(cols)
     if reduced:
-        a_s, b_s = a[ri], b[ci]
-        C_s = C[ri][:, ci]
-        R_s = None if R is None else R[ri][:, ci]
+        a_s, b_s = a[_index(ri, a, nx)], b[_index(ci, b, nx)]
+        C_s = _submatrix(C, ri, ci, nx)
+        R_s = None if R is None else _submatrix(R, ri, ci, nx)
     else:
         a_s, b_s, C_s, R_s = a, b, C, R
     _check_support(a_s, b_s, R_s, div, nx)
@@ -361,16 +371,13 @@ def sinkhorn(
     plan_s = _plan(u, v, K_s, R_s, div, nx)
 
     if reduced:
+        rows_idx, cols_idx = _index(ri, C, nx), _index(ci, C, nx)
         plan = nx.zeros((n, m), type_as=C)
-        plan[
-            np.ix_(ri, ci)
-            if _is_numpy(plan)
-            else (nx.from_numpy(ri)[:, None], nx.from_numpy(ci)[None, :])
-        ] = plan_s
+        plan[rows_idx[:, None], cols_idx[None, :]] = plan_s
         f = -math.inf * nx.ones((n,), type_as=C)
         g = -math.inf * nx.ones((m,), type_as=C)
-        f[ri if _is_numpy(f) else nx.from_numpy(ri)] = reg * u
-        g[ci if _is_numpy(g) else nx.from_numpy(ci)] = reg * v
+        f[rows_idx] = reg * u
+        g[cols_idx] = reg * v
     else:
         plan, f, g = plan_s, reg * u, reg * v
 
@@ -400,8 +407,7 @@ def _warmstart(warmstart, ri, ci, n, m, reg, nx):
     f, g = list_to_array(*warmstart)
     check_array(f, "warmstart[0]", shape=(n,), finite=False)
     check_array(g, "warmstart[1]", shape=(m,), finite=False)
-    take = (lambda x, i: x[i]) if _is_numpy(f) else (lambda x, i: x[nx.from_numpy(i)])
-    f, g = take(f, ri), take(g, ci)
+    f, g = f[_index(ri, f, nx)], g[_index(ci, g, nx)]
     check_array(f, "warmstart[0] on the support of a")
     check_array(g, "warmstart[1] on the support of b")
     return f / reg, g / reg
@@ -558,9 +564,9 @@ def dual_objective(
     nx = get_backend(a, b, C, f, g)
     rows, cols = nx.to_numpy(nx.isfinite(f)), nx.to_numpy(nx.isfinite(g))
     ri, ci = np.flatnonzero(rows), np.flatnonzero(cols)
-    take = (lambda x, i: x[i]) if _is_numpy(a) else (lambda x, i: x[nx.from_numpy(i)])
-    f_s, g_s, a_s, b_s = take(f, ri), take(g, ci), take(a, ri), take(b, ci)
-    C_s = take(take(C, ri).T, ci).T
+    rows_idx, cols_idx = _index(ri, f, nx), _index(ci, g, nx)
+    f_s, g_s, a_s, b_s = f[rows_idx], g[cols_idx], a[rows_idx], b[cols_idx]
+    C_s = _submatrix(C, ri, ci, nx)
     t = (f_s[:, None] + g_s[None, :] - C_s) / reg
     low, high = div.domain
     if bool((t >= high).any()) or bool((t <= low).any()):
@@ -568,7 +574,7 @@ def dual_objective(
     conj = div.conjugate(t)
     if R is not None:
         R = list_to_array(R)
-        R_s = take(take(R, ri).T, ci).T
+        R_s = _submatrix(R, ri, ci, nx)
         conj = nx.where(R_s > 0, R_s * conj, nx.zeros(conj.shape, type_as=conj))
     return float(nx.sum(a_s * f_s) + nx.sum(b_s * g_s) - reg * nx.sum(conj))
 
