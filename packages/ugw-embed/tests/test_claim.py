@@ -27,6 +27,5 @@ def test_joint_embedding_quick(tmp_path):
     # bimodal across seeds (see the README), so the test does not assert it
     assert ours[lams[-1]]["distortion"] < 0.2
     assert base["foscttm"] < 0.03
-    assert 0.0 <= ours[lams[-1]]["foscttm"] <= 1.0
     assert np.isfinite(ours[lams[-1]]["distance"])
     assert (tmp_path / "embeddings.png").exists()

@@ -259,14 +259,15 @@ class JointEmbedding(BaseEstimator):
         warm = None
         n_iter = 0
         prev = math.inf
-        converged = False
         inner_ok = True
+        # linearised GW costs at the current couplings: they also give the objective's GW
+        # energies, so each block step computes them once
+        G1 = gw_cost(d1, dz, xi1, P1.sum(0), P1)
+        G3 = gw_cost(d2, dz, xi2, P2.sum(0), P2)
         for lam in lams:
             converged = False
             for _ in range(self.n_iter):
                 n_iter += 1
-                G1 = gw_cost(d1, dz, xi1, P1.sum(0), P1)
-                G3 = gw_cost(d2, dz, xi2, P2.sum(0), P2)
                 C1 = lam * (G1 - G1.min())
                 C3 = lam * (G3 - G3.min())
                 scale = max(float(C1.max()), float(C2.max()), float(C3.max()))
@@ -287,9 +288,9 @@ class JointEmbedding(BaseEstimator):
                 warm = res.potentials
                 P1, P12, P2 = res.edge_plans[0], res.edge_plans[1], res.edge_plans[2].T
                 transport = float((C2 * P12).sum())
-                gw1 = float((gw_cost(d1, dz, xi1, P1.sum(0), P1) * P1).sum())
-                gw2 = float((gw_cost(d2, dz, xi2, P2.sum(0), P2) * P2).sum())
-                objective = transport + lam * (gw1 + gw2)
+                G1 = gw_cost(d1, dz, xi1, P1.sum(0), P1)
+                G3 = gw_cost(d2, dz, xi2, P2.sum(0), P2)
+                objective = transport + lam * float((G1 * P1).sum() + (G3 * P2).sum())
                 if not math.isfinite(objective):
                     raise FloatingPointError(
                         f"the objective became non-finite at lam={lam:g}, eps={self.eps:g}: "
