@@ -1,0 +1,148 @@
+"""Map and potential networks: MLPs for vectors, a small UNet / conv critic for images.
+
+Every network takes a batch shaped ``(n, *sample_shape)``. :func:`build_networks` builds the
+pair ``(T, V)`` from a JSON-serialisable config, which is what ``save_pretrained`` stores.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+from typing import Any
+
+import torch
+from torch import nn
+
+from icml25_core import check_choice
+
+ACTIVATIONS = {"silu": nn.SiLU, "relu": nn.ReLU, "gelu": nn.GELU, "leaky_relu": nn.LeakyReLU}
+ARCHS = ("auto", "mlp", "conv")
+
+
+def _mlp(sizes: list[int], activation: str) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(pairwise(sizes)):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(ACTIVATIONS[activation]())
+    return nn.Sequential(*layers)
+
+
+class MapMLP(nn.Module):
+    """``T(x) = x + f(x)`` (``residual`` and equal shapes) or ``T(x) = f(x)``; f an MLP.
+
+    Input ``(n, *in_shape)``, output ``(n, *out_shape)``.
+    """
+
+    def __init__(
+        self, in_shape, out_shape, hidden=(256, 256, 256), activation="silu", residual=True
+    ):
+        super().__init__()
+        self.in_shape, self.out_shape = tuple(in_shape), tuple(out_shape)
+        self.residual = bool(residual) and self.in_shape == self.out_shape
+        d_in, d_out = math.prod(self.in_shape), math.prod(self.out_shape)
+        self.net = _mlp([d_in, *hidden, d_out], activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.net(x.flatten(1)).view(x.shape[0], *self.out_shape)
+        return x + out if self.residual else out
+
+
+class PotentialMLP(nn.Module):
+    """Scalar potential ``V(y)``: input ``(n, *shape)``, output ``(n,)``."""
+
+    def __init__(self, shape, hidden=(256, 256, 256), activation="silu"):
+        super().__init__()
+        self.net = _mlp([math.prod(tuple(shape)), *hidden, 1], activation)
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return self.net(y.flatten(1)).squeeze(-1)
+
+
+def _block(c_in: int, c_out: int, activation: str, stride: int = 1) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1),
+        nn.GroupNorm(min(8, c_out), c_out),
+        ACTIVATIONS[activation](),
+    )
+
+
+class MapUNet(nn.Module):
+    """A two-level UNet for images ``(n, C, H, W)`` with H and W even.
+
+    ``channels`` (c1, c2): widths at full and half resolution. Output has ``out_channels``
+    channels; with ``residual`` and equal channel counts, ``T(x) = x + f(x)``.
+    """
+
+    def __init__(self, in_shape, out_shape, channels=(32, 64), activation="silu", residual=True):
+        super().__init__()
+        self.in_shape, self.out_shape = tuple(in_shape), tuple(out_shape)
+        c_in, c_out = self.in_shape[0], self.out_shape[0]
+        c1, c2 = channels
+        self.residual = bool(residual) and c_in == c_out
+        self.enc1 = nn.Sequential(_block(c_in, c1, activation), _block(c1, c1, activation))
+        self.enc2 = nn.Sequential(_block(c1, c2, activation, 2), _block(c2, c2, activation))
+        self.up = nn.ConvTranspose2d(c2, c1, 2, stride=2)
+        self.dec = nn.Sequential(_block(2 * c1, c1, activation), _block(c1, c1, activation))
+        self.out = nn.Conv2d(c1, c_out, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h1 = self.enc1(x)
+        h2 = self.enc2(h1)
+        out = self.out(self.dec(torch.cat([h1, self.up(h2)], 1)))
+        return x + out if self.residual else out
+
+
+class PotentialConv(nn.Module):
+    """Conv critic for images ``(n, C, H, W)`` -> ``(n,)``: two strided blocks, pool, MLP."""
+
+    def __init__(self, shape, channels=(32, 64), activation="silu"):
+        super().__init__()
+        c1, c2 = channels
+        self.features = nn.Sequential(
+            _block(shape[0], c1, activation),
+            _block(c1, c2, activation, 2),
+            _block(c2, c2, activation, 2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
+        self.head = _mlp([c2, c2, 1], activation)
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(y)).squeeze(-1)
+
+
+def resolve_arch(arch: str, source_shape: tuple[int, ...], target_shape: tuple[int, ...]) -> str:
+    """``"auto"`` -> ``"conv"`` for image-shaped samples ``(C, H, W)``, else ``"mlp"``."""
+    check_choice(arch, "arch", ARCHS)
+    image = len(source_shape) == 3 and len(target_shape) == 3
+    if arch == "auto":
+        return "conv" if image else "mlp"
+    if arch == "conv":
+        if not image:
+            raise ValueError(
+                "arch='conv' needs image samples shaped (C, H, W) on both sides, got "
+                f"source {source_shape} and target {target_shape}"
+            )
+        if source_shape[1:] != target_shape[1:] or source_shape[1] % 2 or source_shape[2] % 2:
+            raise ValueError(
+                "arch='conv' needs equal, even image sizes on both sides, got "
+                f"source {source_shape} and target {target_shape}"
+            )
+    return arch
+
+
+def build_networks(config: dict[str, Any]) -> tuple[nn.Module, nn.Module]:
+    """``(T, V)`` from a config with keys arch, source_shape, target_shape, hidden/channels,
+    activation, residual (as stored by ``save_pretrained``)."""
+    src, tgt = tuple(config["source_shape"]), tuple(config["target_shape"])
+    act = check_choice(config.get("activation", "silu"), "activation", ACTIVATIONS)
+    if config["arch"] == "conv":
+        ch = tuple(config["channels"])
+        T = MapUNet(src, tgt, ch, act, config.get("residual", True))
+        V = PotentialConv(tgt, ch, act)
+    else:
+        hidden = tuple(config["hidden"])
+        T = MapMLP(src, tgt, hidden, act, config.get("residual", True))
+        V = PotentialMLP(tgt, hidden, act)
+    return T, V
