@@ -1,7 +1,7 @@
 """Trained-model oracles on the quick experiment's settings (seed 0).
 
 Gaussian -> Gaussian: the learned map against the closed form (``ot.gaussian``), the
-learned coupling's cost against ``ot.emd2`` on the same samples; Dirac -> 8 Gaussians:
+learned coupling's cost against ``ot.emd2`` on the same points; Dirac -> 8 Gaussians:
 OTP's samples at the one source point follow the target.
 """
 
@@ -25,9 +25,9 @@ def test_gaussian_map_error_below_bound(gaussian, model):
 
 @pytest.mark.parametrize("model", [METHOD, BASELINE])
 def test_plan_cost_near_discrete_ot_cost(gaussian, model):
-    # the learned coupling costs within 10 % of ot.emd2 between the same source points and
-    # a target sample of the same size
-    assert abs(gaussian[model]["cost_gap"]) < 0.10
+    # the learned pairing (x_i, y_i) costs at most 5 % more than ot.emd2 between the same
+    # points {x_i} and {y_i}: it is close to the optimal coupling of its own marginals
+    assert -1e-9 <= gaussian[model]["cost_gap"] < 0.05  # >= 0 up to rounding
 
 
 @pytest.mark.parametrize("model", [METHOD, BASELINE])
