@@ -88,3 +88,21 @@ def test_run_markdown_python(tmp_path):
     (tmp_path / "empty.md").write_text("no code")
     with pytest.raises(ValueError, match="has no"):
         run_markdown_python(tmp_path / "empty.md")
+
+
+def test_line_panels_draws_bands(tmp_path):
+    from icml25_core import line_panels
+
+    line = {"x": [1, 2, 3], "y": [3.0, 2.0, 1.0], "lo": [2.5, 1.5, 0.5], "hi": [3.5, 2.5, 1.5]}
+    path = line_panels(
+        {"a": [line, {"x": [1, 2], "y": [1, 1], "label": "flat"}]},
+        tmp_path / "p.png",
+        xlabel="x",
+        ylabel="y",
+        logy=True,
+    )
+    assert path.exists() and path.stat().st_size > 1000
+    with pytest.raises(KeyError):
+        line_panels(
+            {"a": [{"x": [1], "lo": [0], "hi": [1]}]}, tmp_path / "q.png", xlabel="", ylabel=""
+        )

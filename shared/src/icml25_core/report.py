@@ -141,7 +141,8 @@ def line_panels(
     ----------
     panels : mapping of str to sequence of dict
         Panel title -> lines; each line has ``x``, ``y``, ``label`` and optional
-        ``style`` (a matplotlib format string such as ``"--"``).
+        ``style`` (a matplotlib format string such as ``"--"``) and ``lo`` / ``hi``
+        (a shaded band, e.g. mean ± std over seeds).
     path : path
         The PNG to write.
     xlabel, ylabel : str
@@ -160,7 +161,13 @@ def line_panels(
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
     for ax, (name, lines) in zip(axes[0], panels.items(), strict=False):
         for line in lines:
-            ax.plot(line["x"], line["y"], line.get("style", "-"), label=line.get("label"))
+            (drawn,) = ax.plot(
+                line["x"], line["y"], line.get("style", "-"), label=line.get("label")
+            )
+            if "lo" in line and "hi" in line:
+                ax.fill_between(
+                    line["x"], line["lo"], line["hi"], color=drawn.get_color(), alpha=0.2
+                )
         ax.set_title(name)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

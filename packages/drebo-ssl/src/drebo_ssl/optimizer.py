@@ -1,0 +1,191 @@
+r"""DRE-BO-SSL: density-ratio-estimation Bayesian optimisation with semi-supervised learning
+(J. Kim, ICML 2025).
+
+Each suggestion:
+
+1. label the observations: class 1 if :math:`y \le \mathrm{quantile}_\zeta(y)`
+   (:func:`~drebo_ssl.labels.quantile_labels`);
+2. add unlabelled points: in the sampling scenario ``n_unlabeled`` points split over the
+   observations, each from a normal :math:`\mathcal N(x_i, \sigma^2 I)` truncated to the
+   bounds (``unlabeled="gaussian"``, :math:`\sigma` = ``unlabeled_std`` in the original
+   units; 1 as in the paper) or uniform on the bounds (``"uniform"``); in the pool
+   scenario the unevaluated pool points (a random subset of at most ``max_unlabeled``);
+3. choose the RBF bandwidth minimising the mean predictive entropy
+   (:func:`~drebo_ssl.ssl.select_bandwidth`), fit label propagation or label spreading;
+4. maximise the class-1 probability (:mod:`~drebo_ssl.acquisition`).
+
+Before both classes are present (fewer than two distinct finite values) it suggests
+uniformly at random (or a random pool point).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import truncnorm
+
+from icml25_core import check_choice, check_scalar
+
+from .acquisition import maximize_pool, maximize_sampling
+from .base import AskTellOptimizer, run_loop
+from .labels import quantile_labels
+from .ssl import SSL_MODELS, class1_probability, class1_probability_grad, fit_ssl, select_bandwidth
+
+UNLABELED = ("gaussian", "uniform")
+
+
+class DREBOSSL(AskTellOptimizer):
+    """Ask/tell optimiser; see the module docstring for the algorithm.
+
+    Parameters
+    ----------
+    bounds : array_like (2, d)
+        Lower row, then upper row (BoTorch's layout).
+    ssl : {"label_propagation", "label_spreading"}
+    zeta : float
+        Fraction of observations labelled good, in (0, 1).
+    unlabeled : {"gaussian", "uniform"}
+        How unlabelled points are drawn in the sampling scenario.
+    n_unlabeled : int
+        Unlabelled points per suggestion (sampling scenario).
+    pool : array_like (m, d), optional
+        A finite candidate set: suggestions are unevaluated pool rows, never repeated.
+    n_candidates, n_starts : int
+        Uniform candidates, and how many of the best start L-BFGS-B.
+    unlabeled_std : float
+        Standard deviation of the truncated normals, in the original units.
+    max_unlabeled : int
+        Pool scenario: at most this many unevaluated pool points serve as unlabelled data.
+    maximize : bool
+        Maximise instead of minimise.
+    seed : int, optional
+
+    Attributes
+    ----------
+    X_, y_ : ndarray
+        Told points and values. ``gamma_`` : the last bandwidth; ``threshold_`` : the last
+        quantile threshold (in the minimisation sense).
+    """
+
+    def __init__(
+        self,
+        bounds,
+        ssl: str = "label_propagation",
+        zeta: float = 0.33,
+        unlabeled: str = "gaussian",
+        n_unlabeled: int = 100,
+        pool=None,
+        n_candidates: int = 1000,
+        seed: int | None = None,
+        *,
+        n_starts: int = 100,
+        unlabeled_std: float = 1.0,
+        max_unlabeled: int = 2000,
+        maximize: bool = False,
+    ):
+        super().__init__(bounds, pool=pool, maximize=maximize, seed=seed)
+        self.ssl = check_choice(ssl, "ssl", SSL_MODELS)
+        self.zeta = check_scalar(
+            zeta, "zeta", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+        )
+        self.unlabeled = check_choice(unlabeled, "unlabeled", UNLABELED)
+        self.n_unlabeled = check_scalar(n_unlabeled, "n_unlabeled", low=0, integer=True)
+        self.n_candidates = check_scalar(n_candidates, "n_candidates", low=1, integer=True)
+        self.n_starts = check_scalar(n_starts, "n_starts", low=1, integer=True)
+        self.unlabeled_std = check_scalar(
+            unlabeled_std, "unlabeled_std", low=0.0, low_inclusive=False
+        )
+        self.max_unlabeled = check_scalar(max_unlabeled, "max_unlabeled", low=0, integer=True)
+        self.gamma_ = None
+        self.threshold_ = None
+
+    # ---------------------------------------------------------------- the model
+    def _labels(self) -> np.ndarray | None:
+        finite = np.isfinite(self.losses_)
+        if np.unique(self.losses_[finite]).size < 2:
+            return None
+        labels, self.threshold_ = quantile_labels(self.losses_, self.zeta)
+        return labels if 0 < labels.sum() < labels.size else None
+
+    def _unlabeled_sampling(self) -> np.ndarray:
+        n, m = self.n_unlabeled, len(self.X_)
+        if n == 0:
+            return np.zeros((0, self.dim))
+        if self.unlabeled == "uniform":
+            return self._random_unit(n)
+        counts = np.full(m, n // m)
+        counts[self.rng.choice(m, size=n % m, replace=False)] += 1
+        centres = np.repeat(self.X_, counts, axis=0)
+        lo, hi = self.bounds
+        a, b = (lo - centres) / self.unlabeled_std, (hi - centres) / self.unlabeled_std
+        draws = truncnorm.rvs(a, b, loc=centres, scale=self.unlabeled_std, random_state=self.rng)
+        return self.to_unit(np.asarray(draws).reshape(-1, self.dim))
+
+    def fit_model(self, unlabeled_unit: np.ndarray):
+        """Fit the SSL classifier on the told points plus ``unlabeled_unit`` (unit cube).
+
+        Returns the fitted scikit-learn model, or ``None`` before both classes exist.
+        """
+        labels = self._labels()
+        if labels is None:
+            return None
+        Z = np.vstack([self.to_unit(self.X_), unlabeled_unit])
+        all_labels = np.concatenate([labels, -np.ones(len(unlabeled_unit), dtype=int)])
+        self.gamma_ = select_bandwidth(self.ssl, Z, all_labels)
+        return fit_ssl(self.ssl, Z, all_labels, self.gamma_)
+
+    # ---------------------------------------------------------------- suggestions
+    def _suggest(self, n: int) -> np.ndarray:
+        model = self.fit_model(self._unlabeled_sampling())
+        if model is None:
+            return self._random_unit(n)
+        return maximize_sampling(
+            lambda Z: class1_probability(model, Z),
+            self.dim,
+            self.rng,
+            n=n,
+            n_candidates=self.n_candidates,
+            n_starts=self.n_starts,
+            value_and_grad=lambda z: class1_probability_grad(model, z),
+        )
+
+    def _suggest_pool(self, free: np.ndarray, n: int) -> np.ndarray:
+        take = min(free.size, self.max_unlabeled)
+        sub = free[self.rng.choice(free.size, size=take, replace=False)]
+        model = self.fit_model(self.to_unit(self.pool[sub]))
+        if model is None:
+            return self.rng.choice(free.size, size=n, replace=False)
+        return maximize_pool(
+            lambda Z: class1_probability(model, Z), self.to_unit(self.pool[free]), self.rng, n=n
+        )
+
+
+def minimize(f, bounds, n_init: int = 5, n_iter: int = 50, seed: int | None = None, **options):
+    """Minimise (or with ``maximize=True`` maximise) ``f`` over ``bounds`` with DRE-BO-SSL.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x)`` for ``x`` of shape ``(d,)`` returns a real number; NaN marks a failed
+        evaluation (recorded, labelled bad), inf is refused.
+    bounds : array_like (2, d)
+    n_init : int
+        Uniform random (or random pool) points before the first suggestion.
+    n_iter : int
+        Suggestions after that.
+    seed : int, optional
+    **options
+        Passed to :class:`DREBOSSL` (``ssl``, ``zeta``, ``pool``, ``maximize``, ...).
+
+    Returns
+    -------
+    OptimizeResult
+        ``x_best``, ``best_value``, ``X``, ``y``, ``best_so_far``.
+
+    Examples
+    --------
+    >>> from drebo_ssl import minimize
+    >>> res = minimize(lambda x: float((x**2).sum()), [[-2.0], [2.0]], n_iter=5, seed=0)
+    >>> res.X.shape
+    (10, 1)
+    """
+    return run_loop(DREBOSSL(bounds, seed=seed, **options), f, n_init, n_iter)
