@@ -40,6 +40,14 @@ def test_ratio_and_slopes_from_known_times():
     assert d["comparisons"][1]["timings"]["fast"]["ratio"] == pytest.approx(0.25)
 
 
+def test_separate_sweeps_get_their_own_slopes():
+    a = [Comparison(f"a{n}", n, "a", {"a": Timing([n**2])}) for n in (2, 4, 8)]
+    b = [Comparison(f"b{n}", n, "b", {"b": Timing([3.0 * n])}) for n in (10, 100)]
+    single = [Comparison("c", 5, "c", {"c": Timing([1.0])})]
+    report = BenchReport("x", a + b + single)
+    assert report.slopes() == pytest.approx({"a": 2.0, "b": 1.0})
+
+
 def test_peak_memory_sees_numpy_allocations():
     comp = compare({"alloc": lambda: np.ones(2**20)}, reference="alloc", repeats=1, warmup=0)
     assert comp.timings["alloc"].peak_memory >= 8 * 2**20

@@ -163,15 +163,16 @@ class BenchReport:
     environment: dict[str, str] = field(default_factory=dict)
 
     def slopes(self) -> dict[str, float]:
-        """Log-log slope of median time against size, per candidate (sized cases only)."""
+        """Log-log slope of median time against size, per candidate, over the sized cases
+        that time it (a candidate needs at least two), so separate sweeps in one report
+        each get their own slope."""
         sized = [c for c in self.comparisons if c.size is not None]
-        if len(sized) < 2:
-            return {}
-        names = [n for n in sized[0].timings if all(n in c.timings for c in sized)]
-        return {
-            n: loglog_slope([c.size for c in sized], [c.timings[n].median for c in sized])
-            for n in names
-        }
+        out = {}
+        for name in dict.fromkeys(n for c in sized for n in c.timings):
+            points = [(c.size, c.timings[name].median) for c in sized if name in c.timings]
+            if len(points) >= 2:
+                out[name] = loglog_slope([p[0] for p in points], [p[1] for p in points])
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
