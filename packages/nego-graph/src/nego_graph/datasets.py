@@ -6,8 +6,9 @@ Each graph is a base graph (``tree``, ``ladder`` or ``wheel``) with a label moti
 training and validation splits the base graph equals the label's partner with probability
 ``bias`` (else one of the other two, uniformly), so base and label are correlated; in the
 test split the base is uniform (decorrelated). ``shift="severe"`` also doubles the size of
-the test base graphs and adds Gaussian noise (std 0.5) to the test node features, which are
-constant in training. ``edge_gt`` marks the motif's edges (ground truth for explanations),
+the test base graphs and triples the node-feature noise at test (node features are ones
+plus Gaussian noise of std 0.1 in every split, 0.3 in a severe test split). ``edge_gt``
+marks the motif's edges (ground truth for explanations),
 ``env`` is the base graph's index (the environment, for IRM / VREx).
 """
 
@@ -25,6 +26,7 @@ from icml25_core import check_choice, check_scalar
 MOTIFS = ("cycle", "house", "grid")
 BASES = ("tree", "ladder", "wheel")
 N_FEATURES = 4
+NOISE = 0.1
 
 
 def _motif(name: str) -> nx.Graph:
@@ -112,13 +114,13 @@ class SpuriousMotif:
         rng = np.random.default_rng(self.seed)
         severe = self.shift == "severe"
         n_eval = max(3, self.num_graphs // 4)
-        self.train = self._split(self.num_graphs, self.bias, self.base_size, 0.0, rng)
-        self.val = self._split(n_eval, self.bias, self.base_size, 0.0, rng)
+        self.train = self._split(self.num_graphs, self.bias, self.base_size, NOISE, rng)
+        self.val = self._split(n_eval, self.bias, self.base_size, NOISE, rng)
         self.test = self._split(
             n_eval,
             1 / 3,
             2 * self.base_size if severe else self.base_size,
-            0.5 if severe else 0.0,
+            3 * NOISE if severe else NOISE,
             rng,
         )
 
@@ -135,3 +137,40 @@ class SpuriousMotif:
             graphs.append(make_graph(label, base, size + jitter, noise, rng))
         order = rng.permutation(n)
         return [graphs[i] for i in order]
+
+
+def load_local_dataset(path) -> list[Data]:
+    """Graphs from a PyG ``InMemoryDataset`` file on disk (e.g. a GOOD or DrugOOD split
+    you have downloaded and processed, or one saved with ``InMemoryDataset.save``).
+
+    The file is read with ``torch.load(weights_only=True)``: tensors and PyG's data classes
+    only, never arbitrary pickled objects. A file that needs more is refused with an error
+    rather than unpickled; re-save it with ``InMemoryDataset.save`` from a trusted session.
+
+    Returns
+    -------
+    list of torch_geometric.data.Data
+    """
+    import pickle
+    from pathlib import Path
+
+    from torch_geometric.data import InMemoryDataset
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path must be a processed dataset file, got {str(path)!r}")
+    try:
+        out = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise ValueError(
+            f"{path} holds objects beyond tensors and PyG data classes; refusing to unpickle "
+            "it. Re-save it with InMemoryDataset.save in a trusted session."
+        ) from err
+    if not isinstance(out, tuple) or len(out) not in (2, 3):
+        raise ValueError(f"{path} is not an InMemoryDataset file (data, slices[, class])")
+    data, slices = out[0], out[1]
+    cls = out[2] if len(out) == 3 else Data
+    ds = InMemoryDataset()
+    ds.data = cls.from_dict(data) if isinstance(data, dict) else data
+    ds.slices = slices
+    return [ds.get(i) for i in range(len(ds))]

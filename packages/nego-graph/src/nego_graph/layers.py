@@ -97,6 +97,6 @@ def edge_mask(
     hard = torch.zeros_like(soft)
     for g in torch.unique(batch_edge):
         idx = torch.nonzero(batch_edge == g).view(-1)
-        k = max(1, int(round(ratio * idx.numel())))
+        k = max(1, round(ratio * idx.numel()))
         hard[idx[torch.topk(logits[idx], k).indices]] = 1.0
     return hard + soft - soft.detach()

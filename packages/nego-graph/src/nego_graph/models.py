@@ -71,6 +71,7 @@ class GNNClassifier(nn.Module):
         super().__init__()
         check_choice(penalty, "penalty", PENALTIES)
         check_choice(pool, "pool", POOLS)
+        self.in_dim = int(in_dim)
         self.encoder = GNNEncoder(in_dim, hidden, layers, dropout)
         self.pool = POOLS[pool]
         self.head = mlp([hidden, hidden, n_classes])
@@ -124,6 +125,7 @@ class SubgraphModel(nn.Module):
         super().__init__()
         check_choice(mask, "mask", ("soft", "topr"))
         check_scalar(ratio, "ratio", low=0.0, high=1.0, low_inclusive=False)
+        self.in_dim = int(in_dim)
         self.extractor = GNNEncoder(in_dim, hidden, layers, dropout)
         self.scorer = mlp([2 * hidden, hidden, 1])
         self.classifier = GNNEncoder(in_dim, hidden, layers, dropout)

@@ -73,7 +73,7 @@ class Trainer:
                 self.model.train()
                 total, count = 0.0, 0
                 for batch in train_loader:
-                    batch = _check_batch(batch).to(self.device)
+                    batch = self._check(batch)
                     logits, aux = self.model(batch)
                     loss, _ = self.model.loss(batch, logits, aux)
                     if not math.isfinite(float(loss.detach())):
@@ -84,7 +84,7 @@ class Trainer:
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     opt.step()
-                    total += float(loss) * batch.num_graphs
+                    total += float(loss.detach()) * batch.num_graphs
                     count += batch.num_graphs
                 acc = self.accuracy(val_loader)
                 for k, v in zip(self.history_, (epoch, total / count, acc), strict=True):
@@ -110,7 +110,7 @@ class Trainer:
     def predict(self, loader) -> torch.Tensor:
         """Class probabilities ``(n_graphs, n_classes)`` for every graph of ``loader``."""
         self.model.eval()
-        out = [torch.softmax(self.model(_check_batch(b).to(self.device))[0], 1) for b in loader]
+        out = [torch.softmax(self.model(self._check(b))[0], 1) for b in loader]
         return torch.cat(out).cpu()
 
     @torch.no_grad()
@@ -118,16 +118,27 @@ class Trainer:
         self.model.eval()
         right = total = 0
         for b in loader:
-            b = _check_batch(b).to(self.device)
+            b = self._check(b)
             right += int((self.model(b)[0].argmax(1) == b.y.view(-1)).sum())
             total += b.num_graphs
         return right / total
+
+    def _check(self, batch, need_y: bool = True):
+        batch = _check_batch(batch, need_y)
+        in_dim = getattr(self.model, "in_dim", None)
+        if in_dim is not None and batch.x.shape[1] != in_dim:
+            raise ValueError(
+                f"node features must have {in_dim} columns (the model's in_dim), "
+                f"got {batch.x.shape[1]}"
+            )
+        return batch.to(self.device)
 
     def explain(self, graph: Data) -> torch.Tensor:
         """Edge importances ``(E,)`` in [0, 1] for one graph (subgraph models only)."""
         if not hasattr(self.model, "edge_importance"):
             raise TypeError(f"{type(self.model).__name__} has no edge mask to explain with")
-        batch = Batch.from_data_list([_check_graph(graph)]).to(self.device)
+        graph = _check_graph(graph, need_y=False)
+        batch = self._check(Batch.from_data_list([graph]), need_y=False)
         return self.model.edge_importance(batch).cpu()
 
     def save_checkpoint(self, path) -> Path:
@@ -148,7 +159,9 @@ class Trainer:
         return self
 
 
-def _check_graph(g: Data) -> Data:
+def _check_graph(g: Data, need_y: bool = True) -> Data:
+    if need_y and getattr(g, "y", None) is None:
+        raise ValueError("every graph must have a label y")
     if g.edge_index is None or g.edge_index.numel() == 0:
         raise ValueError("graph must have edges (edge_index is empty)")
     if g.x is None:
@@ -156,9 +169,11 @@ def _check_graph(g: Data) -> Data:
     return g
 
 
-def _check_batch(b):
-    if getattr(b, "y", None) is None:
+def _check_batch(b, need_y: bool = True):
+    if need_y and (getattr(b, "y", None) is None or b.y.numel() != b.num_graphs):
         raise ValueError("every graph must have a label y")
     if b.edge_index.numel() == 0:
         raise ValueError("graphs must have edges (edge_index is empty)")
+    if b.x is None:
+        raise ValueError("graphs must have node features x")
     return b
