@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from nego_graph import SpuriousMotif
+from nego_graph.datasets import N_FEATURES, N_RAW
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,9 @@ def test_severe_shift_grows_the_base_and_the_noise(data):
     train_nodes = np.mean([g.num_nodes for g in data.train])
     test_nodes = np.mean([g.num_nodes for g in data.test])
     assert test_nodes > train_nodes + 8
-    assert float(np.std(np.concatenate([g.x.numpy().ravel() for g in data.test]))) > 0.2
+    raw = lambda split: np.concatenate([g.x[:, :N_RAW].numpy().ravel() for g in split])  # noqa: E731
+    assert abs(float(np.std(raw(data.train))) - 0.1) < 0.02
+    assert abs(float(np.std(raw(data.test))) - 0.3) < 0.05
     standard = SpuriousMotif(bias=0.9, num_graphs=60, seed=1)
     assert abs(np.mean([g.num_nodes for g in standard.test]) - train_nodes) < 4
 
@@ -39,3 +42,12 @@ def test_same_seed_same_graphs():
     a, b = SpuriousMotif(num_graphs=9, seed=3), SpuriousMotif(num_graphs=9, seed=3)
     for g, h in zip(a.train, b.train, strict=True):
         assert (g.edge_index == h.edge_index).all()
+
+
+def test_node_features_carry_random_walk_encodings(data):
+    g = data.train[0]
+    assert g.x.shape[1] == N_FEATURES
+    pe = g.x[:, N_RAW:]
+    assert float(pe.min()) >= 0.0 and float(pe.max()) <= 1.0
+    # first return probability is 0 without self-loops; the second is 1/degree
+    assert float(pe[:, 0].abs().max()) == 0.0

@@ -131,14 +131,15 @@ def test_checkpoint_round_trip(small, tmp_path):
     assert other.history_ == trainer.history_
 
 
+class Evil:
+    """Stands for any pickled object that is not tensors or PyG data."""
+
+
 def test_local_dataset_round_trip_and_refusal(small, tmp_path):
     InMemoryDataset.save(small.train[:5], str(tmp_path / "data.pt"))
     graphs = load_local_dataset(tmp_path / "data.pt")
     assert len(graphs) == 5
     torch.testing.assert_close(graphs[2].edge_index, small.train[2].edge_index)
-
-    class Evil:
-        pass
 
     torch.save(Evil(), tmp_path / "evil.pt")
     with pytest.raises(ValueError, match="refusing to unpickle"):
@@ -159,7 +160,7 @@ def test_bad_input(small):
     with pytest.raises(ValueError, match="label"):
         trainer.fit([Batch.from_data_list([no_label])], [Batch.from_data_list([g])])
     wide = Data(x=torch.ones(g.num_nodes, 7), edge_index=g.edge_index, y=g.y)
-    with pytest.raises(ValueError, match="4 columns"):
+    with pytest.raises(ValueError, match=f"{N_FEATURES} columns"):
         trainer.fit([Batch.from_data_list([wide])], [Batch.from_data_list([g])])
     with pytest.raises(TypeError, match="no edge mask"):
         Trainer(ERM(N_FEATURES, 3)).explain(g)

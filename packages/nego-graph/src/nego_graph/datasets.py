@@ -7,7 +7,10 @@ training and validation splits the base graph equals the label's partner with pr
 ``bias`` (else one of the other two, uniformly), so base and label are correlated; in the
 test split the base is uniform (decorrelated). ``shift="severe"`` also doubles the size of
 the test base graphs and triples the node-feature noise at test (node features are ones
-plus Gaussian noise of std 0.1 in every split, 0.3 in a severe test split). ``edge_gt``
+plus Gaussian noise of std 0.1 in every split, 0.3 in a severe test split, followed by
+8 random-walk return probabilities, PyG's ``AddRandomWalkPE``: without them a 3-layer GIN
+cannot tell a motif edge from a base edge locally, and no subgraph method can localise the
+motif; with them GSAT's and NeGo's masks do). ``edge_gt``
 marks the motif's edges (ground truth for explanations),
 ``env`` is the base graph's index (the environment, for IRM / VREx).
 """
@@ -20,13 +23,19 @@ import networkx as nx
 import numpy as np
 import torch
 from torch_geometric.data import Data
+from torch_geometric.transforms import AddRandomWalkPE
 
 from icml25_core import check_choice, check_scalar
 
 MOTIFS = ("cycle", "house", "grid")
 BASES = ("tree", "ladder", "wheel")
-N_FEATURES = 4
+N_RAW = 4
+WALK_LENGTH = 8
+N_FEATURES = N_RAW + WALK_LENGTH
 NOISE = 0.1
+
+
+_RWPE = AddRandomWalkPE(walk_length=WALK_LENGTH, attr_name=None)  # appended to x
 
 
 def _motif(name: str) -> nx.Graph:
@@ -61,10 +70,10 @@ def make_graph(label: int, base: int, size: int, noise: float, rng: np.random.Ge
     edges = np.array([(u, v) for u, v in graph.edges] + [(v, u) for u, v in graph.edges]).T
     gt = np.array([frozenset((u, v)) in motif_edges for u, v in edges.T], dtype=np.float32)
     n = graph.number_of_nodes()
-    x = np.ones((n, N_FEATURES), dtype=np.float32)
+    x = np.ones((n, N_RAW), dtype=np.float32)
     if noise > 0:
         x += noise * rng.normal(size=x.shape).astype(np.float32)
-    return Data(
+    data = Data(
         x=torch.from_numpy(x),
         edge_index=torch.from_numpy(edges).long(),
         y=torch.tensor([label]),
@@ -72,6 +81,7 @@ def make_graph(label: int, base: int, size: int, noise: float, rng: np.random.Ge
         env=torch.tensor([base]),
         num_nodes=n,
     )
+    return _RWPE(data)
 
 
 @dataclass

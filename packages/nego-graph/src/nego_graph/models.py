@@ -14,8 +14,10 @@ node weight :math:`c_v = \max_{u} m_{uv}` and spurious weight :math:`1 - c_v`:
   :math:`h^s = \sum_v (1 - c_v) h_v / \sum_v (1 - c_v)`, context :math:`h^g =
   \mathrm{mean}_v h_v`, query :math:`q = W[h^s, h^g]`, assignment to :math:`K` learnable
   prompts :math:`a = \mathrm{softmax}(P q / \sqrt{d})` and environment embedding
-  :math:`e = a^\top P`. Trained *negatively*: a label head reads :math:`e` through gradient
-  reversal, :math:`L_{neg} = \mathrm{CE}(g(\mathrm{GRL}(e)), y)`, so the head learns to
+  :math:`e = a^\top P`, computed from :math:`h` and :math:`m` with gradients stopped (the
+  environment branch must not reshape the extractor: letting it do so drove the mask onto
+  the base graph, precision@k below chance). Trained *negatively*: a label head reads
+  :math:`e` through gradient reversal, :math:`L_{neg} = \mathrm{CE}(g(\mathrm{GRL}(e)), y)`, so the head learns to
   predict :math:`y` while the prompts learn to carry no label information; and
   :math:`L_{info} = \|d(e) - \mathrm{sg}(h^s)\|^2` keeps :math:`e` informative of the
   spurious part; :math:`L_{bal} = -H(\bar a)` keeps all environments in use;
@@ -232,7 +234,10 @@ class NeGo(SubgraphModel):
 
     def forward(self, batch):
         logits, aux = super().forward(batch)
-        aux["assign"], aux["env"], aux["h_spur"] = self.environments(batch, aux["h"], aux["mask"])
+        # the environment branch reads the extractor's output without shaping it: the mask
+        # is trained by the task, sparsity and invariance terms only
+        h, m = aux["h"].detach(), aux["mask"].detach()
+        aux["assign"], aux["env"], aux["h_spur"] = self.environments(batch, h, m)
         return logits, aux
 
     def loss(self, batch, logits, aux):
