@@ -17,8 +17,9 @@ node weight :math:`c_v = \max_{u} m_{uv}` and spurious weight :math:`1 - c_v`:
   :math:`e = a^\top P`, computed from :math:`h` and :math:`m` with gradients stopped (the
   environment branch must not reshape the extractor: letting it do so drove the mask onto
   the base graph, precision@k below chance). Trained *negatively*: a label head reads
-  :math:`e` through gradient reversal, :math:`L_{neg} = \mathrm{CE}(g(\mathrm{GRL}(e)), y)`, so the head learns to
-  predict :math:`y` while the prompts learn to carry no label information; and
+  :math:`e` through gradient reversal,
+  :math:`L_{neg} = \mathrm{CE}(g(\mathrm{GRL}(e)), y)`, so the head learns to predict
+  :math:`y` while the prompts learn to carry no label information; and
   :math:`L_{info} = \|d(e) - \mathrm{sg}(h^s)\|^2` keeps :math:`e` informative of the
   spurious part; :math:`L_{bal} = -H(\bar a)` keeps all environments in use;
 - **environment-enhanced invariance**: per inferred environment risk
