@@ -1,7 +1,7 @@
 """Spurious-Motif: synthetic graphs whose label is a motif and whose base graph is a
 spurious correlate, generated offline with networkx (no download).
 
-Each graph is a base graph (``tree``, ``ladder`` or ``wheel``) with a label motif
+Each graph is a base graph (``circular-ladder``, ``ladder`` or ``wheel``) with a label motif
 (``cycle``, ``house`` or ``grid``) attached by one edge; the label is the motif. In the
 training and validation splits the base graph equals the label's partner with probability
 ``bias`` (else one of the other two, uniformly), so base and label are correlated; in the
@@ -10,7 +10,10 @@ the test base graphs and triples the node-feature noise at test (node features a
 plus Gaussian noise of std 0.1 in every split, 0.3 in a severe test split, followed by
 8 random-walk return probabilities, PyG's ``AddRandomWalkPE``: without them a 3-layer GIN
 cannot tell a motif edge from a base edge locally, and no subgraph method can localise the
-motif; with them GSAT's and NeGo's masks do). ``edge_gt``
+motif; with them GSAT's and NeGo's masks do). The bases share the motifs' short cycles
+(5- and 4-cycles in the circular ladder, 4-cycles in the ladder, triangles in the wheel),
+so these encodings do not give the label away locally; with a tree base they did, and
+ERM ignored the bias. ``edge_gt``
 marks the motif's edges (ground truth for explanations),
 ``env`` is the base graph's index (the environment, for IRM / VREx).
 """
@@ -28,7 +31,7 @@ from torch_geometric.transforms import AddRandomWalkPE
 from icml25_core import check_choice, check_scalar
 
 MOTIFS = ("cycle", "house", "grid")
-BASES = ("tree", "ladder", "wheel")
+BASES = ("circular-ladder", "ladder", "wheel")
 N_RAW = 4
 WALK_LENGTH = 8
 N_FEATURES = N_RAW + WALK_LENGTH
@@ -47,8 +50,8 @@ def _motif(name: str) -> nx.Graph:
 
 
 def _base(name: str, size: int, rng: np.random.Generator) -> nx.Graph:
-    if name == "tree":
-        return nx.random_labeled_tree(size, seed=int(rng.integers(2**31)))
+    if name == "circular-ladder":
+        return nx.circular_ladder_graph(max(3, size // 2))
     if name == "ladder":
         return nx.ladder_graph(max(2, size // 2))
     return nx.wheel_graph(size)
