@@ -1,0 +1,179 @@
+"""The usual PyG training loop: ``fit(train_loader, val_loader)`` with early stopping on
+validation accuracy, ``predict``, ``explain``, safetensors checkpoints."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch_geometric.data import Batch, Data
+
+from icml25_core import check_scalar, make_progress, select_device
+
+
+class Trainer:
+    """Train any model of :mod:`nego_graph.models`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    lr, weight_decay : float
+        Adam settings.
+    epochs : int
+        Maximum epochs.
+    patience : int
+        Stop after this many epochs without a better validation accuracy; the best weights
+        are restored.
+    device : {"auto", "cpu", "cuda", "mps"}
+    seed : int
+    progress : bool
+
+    Attributes
+    ----------
+    history_ : dict of lists (epoch, train_loss, val_acc)
+    best_epoch_, best_val_acc_
+    """
+
+    def __init__(
+        self,
+        model,
+        lr=1e-3,
+        weight_decay=0.0,
+        epochs=50,
+        patience=10,
+        device="auto",
+        seed=0,
+        progress=False,
+    ):
+        check_scalar(lr, "lr", low=0.0, low_inclusive=False)
+        check_scalar(epochs, "epochs", low=1, integer=True)
+        check_scalar(patience, "patience", low=1, integer=True)
+        self.device = torch.device(select_device(None if device == "auto" else device))
+        self.model = model.to(self.device)
+        self.lr, self.weight_decay = float(lr), float(weight_decay)
+        self.epochs, self.patience, self.seed = int(epochs), int(patience), int(seed)
+        self.progress = bool(progress)
+        self.history_ = {"epoch": [], "train_loss": [], "val_acc": []}
+
+    def fit(self, train_loader, val_loader):
+        """Train with early stopping on ``val_loader`` accuracy; returns ``self``."""
+        torch.manual_seed(self.seed)
+        opt = torch.optim.Adam(self.model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        best, best_state, waited = -1.0, None, 0
+        bar = make_progress(transient=True) if self.progress else None
+        if bar is not None:
+            bar.start()
+            task = bar.add_task(type(self.model).__name__, total=self.epochs)
+        try:
+            for epoch in range(1, self.epochs + 1):
+                self.model.train()
+                total, count = 0.0, 0
+                for batch in train_loader:
+                    batch = self._check(batch)
+                    logits, aux = self.model(batch)
+                    loss, _ = self.model.loss(batch, logits, aux)
+                    if not math.isfinite(float(loss.detach())):
+                        raise FloatingPointError(
+                            f"training diverged at epoch {epoch} (loss {float(loss)}); "
+                            f"lower lr={self.lr}"
+                        )
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    total += float(loss.detach()) * batch.num_graphs
+                    count += batch.num_graphs
+                acc = self.accuracy(val_loader)
+                for k, v in zip(self.history_, (epoch, total / count, acc), strict=True):
+                    self.history_[k].append(v)
+                if acc > best:
+                    best, waited = acc, 0
+                    best_state = copy.deepcopy(self.model.state_dict())
+                    self.best_epoch_ = epoch
+                else:
+                    waited += 1
+                if bar is not None:
+                    bar.update(task, completed=epoch)
+                if waited >= self.patience:
+                    break
+        finally:
+            if bar is not None:
+                bar.stop()
+        self.model.load_state_dict(best_state)
+        self.best_val_acc_ = best
+        return self
+
+    @torch.no_grad()
+    def predict(self, loader) -> torch.Tensor:
+        """Class probabilities ``(n_graphs, n_classes)`` for every graph of ``loader``."""
+        self.model.eval()
+        out = [torch.softmax(self.model(self._check(b))[0], 1) for b in loader]
+        return torch.cat(out).cpu()
+
+    @torch.no_grad()
+    def accuracy(self, loader) -> float:
+        self.model.eval()
+        right = total = 0
+        for b in loader:
+            b = self._check(b)
+            right += int((self.model(b)[0].argmax(1) == b.y.view(-1)).sum())
+            total += b.num_graphs
+        return right / total
+
+    def _check(self, batch, need_y: bool = True):
+        batch = _check_batch(batch, need_y)
+        in_dim = getattr(self.model, "in_dim", None)
+        if in_dim is not None and batch.x.shape[1] != in_dim:
+            raise ValueError(
+                f"node features must have {in_dim} columns (the model's in_dim), "
+                f"got {batch.x.shape[1]}"
+            )
+        return batch.to(self.device)
+
+    def explain(self, graph: Data) -> torch.Tensor:
+        """Edge importances ``(E,)`` in [0, 1] for one graph (subgraph models only)."""
+        if not hasattr(self.model, "edge_importance"):
+            raise TypeError(f"{type(self.model).__name__} has no edge mask to explain with")
+        graph = _check_graph(graph, need_y=False)
+        batch = self._check(Batch.from_data_list([graph]), need_y=False)
+        return self.model.edge_importance(batch).cpu()
+
+    def save_checkpoint(self, path) -> Path:
+        """``model.safetensors`` + ``trainer.json`` (history, best epoch)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        save_file(state, path / "model.safetensors")
+        meta = {"history": self.history_, "best_epoch": getattr(self, "best_epoch_", None)}
+        (path / "trainer.json").write_text(json.dumps(meta))
+        return path
+
+    def load_checkpoint(self, path) -> Trainer:
+        path = Path(path)
+        self.model.load_state_dict(load_file(path / "model.safetensors", device=str(self.device)))
+        meta = json.loads((path / "trainer.json").read_text())
+        self.history_, self.best_epoch_ = meta["history"], meta["best_epoch"]
+        return self
+
+
+def _check_graph(g: Data, need_y: bool = True) -> Data:
+    if need_y and getattr(g, "y", None) is None:
+        raise ValueError("every graph must have a label y")
+    if g.edge_index is None or g.edge_index.numel() == 0:
+        raise ValueError("graph must have edges (edge_index is empty)")
+    if g.x is None:
+        raise ValueError("graph must have node features x")
+    return g
+
+
+def _check_batch(b, need_y: bool = True):
+    if need_y and (getattr(b, "y", None) is None or b.y.numel() != b.num_graphs):
+        raise ValueError("every graph must have a label y")
+    if b.edge_index.numel() == 0:
+        raise ValueError("graphs must have edges (edge_index is empty)")
+    if b.x is None:
+        raise ValueError("graphs must have node features x")
+    return b
