@@ -111,3 +111,18 @@ def test_report_links_figures_relative_to_the_report(tmp_path, monkeypatch):
     result = run_experiment(exp, method="m", seeds=1, out_dir="runs/x/m/plotted")
     text = write_reports([result], "runs/x")["markdown"].read_text()
     assert "![fig](m/plotted/fig.png)" in text
+
+
+def test_mean_metric_filters_by_method_and_setting():
+    from icml25_core import Row, mean_metric
+
+    rows = [
+        Row("a", 0, {"m": 1.0}, {"task": "x", "n": 1}),
+        Row("a", 1, {"m": 3.0}, {"task": "x", "n": 1}),
+        Row("a", 0, {"m": 10.0}, {"task": "y", "n": 1}),
+        Row("b", 0, {"m": 7.0}, {"task": "x", "n": 1}),
+    ]
+    assert mean_metric(rows, "m", "a", task="x") == 2.0
+    assert mean_metric(rows, "m", "a") == pytest.approx(14 / 3)
+    assert mean_metric(rows, "m", "b", task="x", n=1) == 7.0
+    assert math.isnan(mean_metric(rows, "m", "a", task="z"))

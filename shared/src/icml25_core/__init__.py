@@ -10,7 +10,7 @@ from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_
 from .device import select_device
 from .environment import environment
 from .examples import run_markdown_python
-from .experiment import PROFILES, Experiment, Result, Row, Verdict, run_experiment
+from .experiment import PROFILES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
 from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
 from .progress import make_progress, track
 from .report import format_value, line_panels, markdown_table, render_result, write_reports
@@ -45,6 +45,7 @@ __all__ = [
     "make_progress",
     "make_report",
     "markdown_table",
+    "mean_metric",
     "render_result",
     "run_experiment",
     "run_markdown_python",

@@ -159,6 +159,19 @@ class Result:
         return cls(**data)
 
 
+def mean_metric(rows: Sequence[Row], metric: str, method: str, **setting: Any) -> float:
+    """Mean of ``metric`` over the rows of ``method`` whose setting matches ``setting``.
+
+    Returns NaN when no row matches (a method or setting that was not run).
+    """
+    vals = [
+        r.metrics[metric]
+        for r in rows
+        if r.method == method and all(r.setting.get(k) == v for k, v in setting.items())
+    ]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
 def run_experiment(
     experiment: Experiment,
     *,

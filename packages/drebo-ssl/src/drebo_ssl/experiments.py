@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icml25_core import Experiment, Row, Verdict, line_panels
+from icml25_core import Experiment, Row, Verdict, line_panels, mean_metric
 
 from .base import run_loop
 from .baselines import BORE, GPLogEI, RandomSearch
@@ -105,12 +105,7 @@ def _cases(rows):
 
 
 def _final(rows, method, case) -> float:
-    vals = [
-        r.metrics["final_regret"]
-        for r in rows
-        if r.method == method and (r.setting["function"], r.setting["scenario"]) == case
-    ]
-    return float(np.mean(vals)) if vals else float("nan")
+    return mean_metric(rows, "final_regret", method, function=case[0], scenario=case[1])
 
 
 def _judge(rows: list[Row]) -> Verdict:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch_geometric.loader import DataLoader
 
-from icml25_core import Experiment, Row, Verdict
+from icml25_core import Experiment, Row, Verdict, mean_metric
 
 from .datasets import N_FEATURES, SpuriousMotif
 from .models import ERM, GSAT, IRM, NeGo, VREx
@@ -92,12 +92,7 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
 
 
 def _mean(rows, method, setting) -> float:
-    vals = [
-        r.metrics["test_acc"]
-        for r in rows
-        if r.method == method and (r.setting["bias"], r.setting["shift"]) == setting
-    ]
-    return float(np.mean(vals)) if vals else float("nan")
+    return mean_metric(rows, "test_acc", method, bias=setting[0], shift=setting[1])
 
 
 def _judge(rows: list[Row]) -> Verdict:

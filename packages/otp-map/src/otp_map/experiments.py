@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icml25_core import Experiment, Row, Verdict
+from icml25_core import Experiment, Row, Verdict, mean_metric
 
 from . import datasets as D
 from .metrics import discrete_ot_cost, gaussian_map, map_error, plan_cost, wasserstein2
@@ -181,21 +181,17 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
     return rows
 
 
-def _mean(rows: list[Row], method: str, task: str, metric: str) -> float:
-    vals = [r.metrics[metric] for r in rows if r.method == method and r.setting["task"] == task]
-    return float(np.mean(vals)) if vals else float("nan")
-
-
 def _judge(rows: list[Row]) -> Verdict:
     tasks = [
         t for t in dict.fromkeys(r.setting["task"] for r in rows) if t != "digits-colorization"
     ]
     parts, held = [], True
     for task in tasks:
-        ours, base = _mean(rows, METHOD, task, "w2"), _mean(rows, BASELINE, task, "w2")
+        ours = mean_metric(rows, "w2", METHOD, task=task)
+        base = mean_metric(rows, "w2", BASELINE, task=task)
         if task == "gaussian":
-            e_ours = _mean(rows, METHOD, task, "map_error")
-            e_base = _mean(rows, BASELINE, task, "map_error")
+            e_ours = mean_metric(rows, "map_error", METHOD, task=task)
+            e_base = mean_metric(rows, "map_error", BASELINE, task=task)
             ok = e_ours < MAP_ERROR_MAX and e_base < MAP_ERROR_MAX
             parts.append(
                 f"gaussian: map error OTP {e_ours:.3f}, SNOT {e_base:.3f} "
