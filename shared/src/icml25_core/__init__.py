@@ -13,7 +13,14 @@ from .examples import run_markdown_python
 from .experiment import PROFILES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
 from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
 from .progress import make_progress, track
-from .report import format_value, line_panels, markdown_table, render_result, write_reports
+from .report import (
+    format_value,
+    line_panels,
+    markdown_table,
+    render_result,
+    save_figure,
+    write_reports,
+)
 from .seeding import seed_everything
 from .validation import check_array, check_choice, check_scalar
 
@@ -49,6 +56,7 @@ __all__ = [
     "render_result",
     "run_experiment",
     "run_markdown_python",
+    "save_figure",
     "seed_everything",
     "select_device",
     "track",

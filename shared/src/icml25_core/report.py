@@ -178,9 +178,16 @@ def line_panels(
             ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+    """Lay out, write and close a matplotlib figure; creates the folder; returns the path."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

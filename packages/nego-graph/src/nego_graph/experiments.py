@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch_geometric.loader import DataLoader
 
-from icml25_core import Experiment, Row, Verdict, mean_metric
+from icml25_core import Experiment, Row, Verdict, mean_metric, save_figure
 
 from .datasets import N_FEATURES, SpuriousMotif
 from .models import ERM, GSAT, IRM, NeGo, VREx
@@ -137,11 +137,7 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
     ax.axhline(1 / 3, color="0.5", ls="--", lw=0.8)
     ax.set_ylabel("OOD test accuracy")
     ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    path = out_dir / "accuracy.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir / "accuracy.png")]
 
 
 SEVERE_SHIFT = Experiment(

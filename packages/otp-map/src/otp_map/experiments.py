@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icml25_core import Experiment, Row, Verdict, mean_metric
+from icml25_core import Experiment, Row, Verdict, mean_metric, save_figure
 
 from . import datasets as D
 from .metrics import discrete_ot_cost, gaussian_map, map_error, plan_cost, wasserstein2
@@ -244,11 +244,7 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
             ax.set_xlim(lo[0], hi[0])
             ax.set_ylim(lo[1], hi[1])
             ax.set_aspect("equal")
-    fig.tight_layout()
-    path = out_dir / "samples.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir / "samples.png", dpi=100)]
 
 
 SPURIOUS_SOLUTIONS = Experiment(

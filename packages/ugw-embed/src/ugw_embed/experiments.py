@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from icml25_core import Experiment, Row, Verdict
+from icml25_core import Experiment, Row, Verdict, save_figure
 
 from .baselines import gw_barycentric_alignment
 from .metrics import distortion, foscttm
@@ -160,11 +160,7 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
     ax.set_title(f"joint embedding (seed {row.seed}); grey: true matches")
     ax.set_aspect("equal")
     ax.legend()
-    fig.tight_layout()
-    path = out_dir / "embeddings.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir / "embeddings.png")]
 
 
 JOINT_EMBEDDING = Experiment(
