@@ -9,7 +9,13 @@ good, and the next point maximises it. Baselines on the same interface: :class:`
 
 from importlib.metadata import version as _version
 
-from .base import AskTellOptimizer, OptimizeResult, check_bounds, run_loop
+from .base import (
+    AskTellOptimizer,
+    DensityRatioOptimizer,
+    OptimizeResult,
+    check_bounds,
+    run_loop,
+)
 from .baselines import BORE, GPLogEI, RandomSearch
 from .labels import quantile_labels
 from .optimizer import DREBOSSL, minimize
@@ -23,6 +29,7 @@ __all__ = [
     "DREBOSSL",
     "PROBLEMS",
     "AskTellOptimizer",
+    "DensityRatioOptimizer",
     "GPLogEI",
     "OptimizeResult",
     "Problem",

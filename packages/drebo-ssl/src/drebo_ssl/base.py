@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from icml25_core import check_array
+from icml25_core import check_array, check_scalar
+
+from .labels import quantile_labels
 
 
 def check_bounds(bounds: Any) -> np.ndarray:
@@ -186,6 +188,38 @@ class AskTellOptimizer:
                 raise ValueError("state was saved with a pool of another size")
             self.available_ = np.asarray(state["available"], dtype=bool)
         self.rng.bit_generator.state = state["rng"]
+
+
+class DensityRatioOptimizer(AskTellOptimizer):
+    """Shared part of the density-ratio optimisers (DRE-BO-SSL, BORE): the quantile labels
+    and the acquisition maximiser's settings."""
+
+    def __init__(
+        self,
+        bounds,
+        *,
+        zeta: float,
+        n_candidates: int,
+        n_starts: int,
+        pool=None,
+        maximize: bool = False,
+        seed: int | None = None,
+    ):
+        super().__init__(bounds, pool=pool, maximize=maximize, seed=seed)
+        self.zeta = check_scalar(
+            zeta, "zeta", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+        )
+        self.n_candidates = check_scalar(n_candidates, "n_candidates", low=1, integer=True)
+        self.n_starts = check_scalar(n_starts, "n_starts", low=1, integer=True)
+        self.threshold_ = None
+
+    def _labels(self) -> np.ndarray | None:
+        """Quantile labels of the told points, or ``None`` before both classes exist."""
+        finite = np.isfinite(self.losses_)
+        if np.unique(self.losses_[finite]).size < 2:
+            return None
+        labels, self.threshold_ = quantile_labels(self.losses_, self.zeta)
+        return labels if 0 < labels.sum() < labels.size else None
 
 
 def run_loop(optimizer: AskTellOptimizer, f, n_init: int, n_iter: int) -> OptimizeResult:

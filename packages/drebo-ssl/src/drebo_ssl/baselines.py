@@ -21,8 +21,7 @@ from sklearn.neural_network import MLPClassifier
 from icml25_core import check_choice, check_scalar
 
 from .acquisition import maximize_pool, maximize_sampling
-from .base import AskTellOptimizer
-from .labels import quantile_labels
+from .base import AskTellOptimizer, DensityRatioOptimizer
 
 CLASSIFIERS = ("mlp", "rf")
 
@@ -31,7 +30,7 @@ class RandomSearch(AskTellOptimizer):
     """Uniform random search (pool: random unevaluated points)."""
 
 
-class BORE(AskTellOptimizer):
+class BORE(DensityRatioOptimizer):
     """Supervised density-ratio BO: a classifier on the labelled points only.
 
     Parameters are those of :class:`~drebo_ssl.DREBOSSL` that apply, plus ``classifier``
@@ -50,20 +49,20 @@ class BORE(AskTellOptimizer):
         n_starts: int = 100,
         maximize: bool = False,
     ):
-        super().__init__(bounds, pool=pool, maximize=maximize, seed=seed)
-        self.classifier = check_choice(classifier, "classifier", CLASSIFIERS)
-        self.zeta = check_scalar(
-            zeta, "zeta", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+        super().__init__(
+            bounds,
+            zeta=zeta,
+            n_candidates=n_candidates,
+            n_starts=n_starts,
+            pool=pool,
+            maximize=maximize,
+            seed=seed,
         )
-        self.n_candidates = check_scalar(n_candidates, "n_candidates", low=1, integer=True)
-        self.n_starts = check_scalar(n_starts, "n_starts", low=1, integer=True)
+        self.classifier = check_choice(classifier, "classifier", CLASSIFIERS)
 
     def _model(self):
-        finite = np.isfinite(self.losses_)
-        if np.unique(self.losses_[finite]).size < 2:
-            return None
-        labels, _ = quantile_labels(self.losses_, self.zeta)
-        if not 0 < labels.sum() < labels.size:
+        labels = self._labels()
+        if labels is None:
             return None
         seed = int(self.rng.integers(2**31))
         if self.classifier == "rf":

@@ -26,14 +26,13 @@ from scipy.stats import truncnorm
 from icml25_core import check_choice, check_scalar
 
 from .acquisition import maximize_pool, maximize_sampling
-from .base import AskTellOptimizer, run_loop
-from .labels import quantile_labels
+from .base import DensityRatioOptimizer, run_loop
 from .ssl import SSL_MODELS, class1_probability, class1_probability_grad, fit_ssl, select_bandwidth
 
 UNLABELED = ("gaussian", "uniform")
 
 
-class DREBOSSL(AskTellOptimizer):
+class DREBOSSL(DensityRatioOptimizer):
     """Ask/tell optimiser; see the module docstring for the algorithm.
 
     Parameters
@@ -82,30 +81,25 @@ class DREBOSSL(AskTellOptimizer):
         max_unlabeled: int = 2000,
         maximize: bool = False,
     ):
-        super().__init__(bounds, pool=pool, maximize=maximize, seed=seed)
-        self.ssl = check_choice(ssl, "ssl", SSL_MODELS)
-        self.zeta = check_scalar(
-            zeta, "zeta", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+        super().__init__(
+            bounds,
+            zeta=zeta,
+            n_candidates=n_candidates,
+            n_starts=n_starts,
+            pool=pool,
+            maximize=maximize,
+            seed=seed,
         )
+        self.ssl = check_choice(ssl, "ssl", SSL_MODELS)
         self.unlabeled = check_choice(unlabeled, "unlabeled", UNLABELED)
         self.n_unlabeled = check_scalar(n_unlabeled, "n_unlabeled", low=0, integer=True)
-        self.n_candidates = check_scalar(n_candidates, "n_candidates", low=1, integer=True)
-        self.n_starts = check_scalar(n_starts, "n_starts", low=1, integer=True)
         self.unlabeled_std = check_scalar(
             unlabeled_std, "unlabeled_std", low=0.0, low_inclusive=False
         )
         self.max_unlabeled = check_scalar(max_unlabeled, "max_unlabeled", low=0, integer=True)
         self.gamma_ = None
-        self.threshold_ = None
 
     # ---------------------------------------------------------------- the model
-    def _labels(self) -> np.ndarray | None:
-        finite = np.isfinite(self.losses_)
-        if np.unique(self.losses_[finite]).size < 2:
-            return None
-        labels, self.threshold_ = quantile_labels(self.losses_, self.zeta)
-        return labels if 0 < labels.sum() < labels.size else None
-
     def _unlabeled_sampling(self) -> np.ndarray:
         n, m = self.n_unlabeled, len(self.X_)
         if n == 0:
