@@ -98,41 +98,46 @@ class GeometricSchedule(NoiseSchedule):
 
 
 @dataclass(frozen=True)
-class LinearSchedule(NoiseSchedule):
-    r""":math:`\varepsilon` falls linearly from ``start`` to ``floor`` over ``n_steps`` steps."""
+class _AnnealedSchedule(NoiseSchedule):
+    """From ``start`` to ``floor`` over ``n_steps`` steps, then ``floor``; subclasses give
+    the shape through :meth:`shape` on the fraction of steps done."""
 
     start: float = 1.0
     floor: float = 0.2
     n_steps: int = 1000
-    kind: ClassVar[str] = "linear"
 
     def __post_init__(self):
         check_scalar(self.start, "start", low=0.0)
         check_scalar(self.floor, "floor", low=0.0, high=self.start)
         check_scalar(self.n_steps, "n_steps", low=1, integer=True)
 
+    def shape(self, frac: float) -> float:
+        """Fraction of the way from ``start`` to ``floor`` after ``frac`` of the steps."""
+        raise NotImplementedError
+
     def value(self, step: int) -> float:
         frac = min(1.0, step / self.n_steps)
-        return self.start + frac * (self.floor - self.start)
+        return self.start + self.shape(frac) * (self.floor - self.start)
 
 
 @dataclass(frozen=True)
-class CosineSchedule(NoiseSchedule):
+class LinearSchedule(_AnnealedSchedule):
+    r""":math:`\varepsilon` falls linearly from ``start`` to ``floor`` over ``n_steps`` steps."""
+
+    kind: ClassVar[str] = "linear"
+
+    def shape(self, frac: float) -> float:
+        return frac
+
+
+@dataclass(frozen=True)
+class CosineSchedule(_AnnealedSchedule):
     r"""Half-cosine from ``start`` to ``floor`` over ``n_steps`` steps, then ``floor``."""
 
-    start: float = 1.0
-    floor: float = 0.2
-    n_steps: int = 1000
     kind: ClassVar[str] = "cosine"
 
-    def __post_init__(self):
-        check_scalar(self.start, "start", low=0.0)
-        check_scalar(self.floor, "floor", low=0.0, high=self.start)
-        check_scalar(self.n_steps, "n_steps", low=1, integer=True)
-
-    def value(self, step: int) -> float:
-        frac = min(1.0, step / self.n_steps)
-        return self.floor + 0.5 * (self.start - self.floor) * (1.0 + math.cos(math.pi * frac))
+    def shape(self, frac: float) -> float:
+        return 0.5 * (1.0 - math.cos(math.pi * frac))
 
 
 SCHEDULES: dict[str, type[NoiseSchedule]] = {
