@@ -49,11 +49,13 @@ from .layers import POOLS, GNNEncoder, edge_mask, grad_reverse, mlp
 PENALTIES = (None, "irm", "vrex")
 
 
-def _env_risks(losses: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Risk per environment: ``weights`` (B, K) soft or one-hot assignments."""
+def _risk_variance(losses: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Variance of the per-environment risks; ``weights`` (B, K) soft or one-hot
+    assignments, empty environments ignored (0 with fewer than two environments)."""
     mass = weights.sum(0)
     keep = mass > 1e-6
-    return (weights[:, keep] * losses[:, None]).sum(0) / mass[keep]
+    risks = (weights[:, keep] * losses[:, None]).sum(0) / mass[keep]
+    return risks.var(unbiased=False) if risks.numel() > 1 else losses.sum() * 0
 
 
 class GNNClassifier(nn.Module):
@@ -92,10 +94,7 @@ class GNNClassifier(nn.Module):
         if self.penalty is not None:
             env = F.one_hot(batch.env.view(-1), int(batch.env.max()) + 1).float()
             if self.penalty == "vrex":
-                risks = _env_risks(losses, env)
-                parts["penalty"] = (
-                    risks.var(unbiased=False) if risks.numel() > 1 else losses.sum() * 0
-                )
+                parts["penalty"] = _risk_variance(losses, env)
             else:
                 scale = torch.ones(1, device=logits.device, requires_grad=True)
                 pen = logits.new_zeros(())
@@ -128,7 +127,7 @@ class SubgraphModel(nn.Module):
         super().__init__()
         check_choice(mask, "mask", ("soft", "topr"))
         check_scalar(ratio, "ratio", low=0.0, high=1.0, low_inclusive=False)
-        self.in_dim = int(in_dim)
+        self.in_dim, self.hidden = int(in_dim), int(hidden)
         self.extractor = GNNEncoder(in_dim, hidden, layers, dropout)
         self.scorer = mlp([2 * hidden, hidden, 1])
         self.classifier = GNNEncoder(in_dim, hidden, layers, dropout)
@@ -153,9 +152,13 @@ class SubgraphModel(nn.Module):
         m = m.clamp(1e-6, 1 - 1e-6)
         return (m * torch.log(m / r) + (1 - m) * torch.log((1 - m) / (1 - r))).mean()
 
-    def loss(self, batch, logits, aux):
+    def _base_parts(self, batch, logits, aux):
+        """Per-graph task losses and the task and sparsity terms."""
         losses = F.cross_entropy(logits, batch.y.view(-1), reduction="none")
-        parts = {"task": losses.mean(), "sparsity": self._sparsity(aux["mask"])}
+        return losses, {"task": losses.mean(), "sparsity": self._sparsity(aux["mask"])}
+
+    def loss(self, batch, logits, aux):
+        _, parts = self._base_parts(batch, logits, aux)
         return parts["task"] + self.beta * parts["sparsity"], parts
 
     @torch.no_grad()
@@ -176,7 +179,7 @@ class NeGo(SubgraphModel):
     """NeGo: the subgraph model plus negative prompt environment inference and the
     environment-enhanced invariance penalty (see the module docstring for the losses).
 
-    Parameters (beyond :class:`SubgraphModel`)
+    Parameters (keywords; the others are :class:`SubgraphModel`'s)
     ----------
     n_envs : int
         Number of environment prompts K.
@@ -190,13 +193,7 @@ class NeGo(SubgraphModel):
         self,
         in_dim,
         n_classes,
-        hidden=64,
-        layers=3,
-        pool="mean",
-        dropout=0.0,
-        mask="soft",
-        ratio=0.5,
-        beta=1.0,
+        *,
         n_envs=4,
         lambda_inv=1.0,
         lambda_neg=1.0,
@@ -205,8 +202,10 @@ class NeGo(SubgraphModel):
         negative=True,
         informative=True,
         invariance=True,
+        **subgraph,
     ):
-        super().__init__(in_dim, n_classes, hidden, layers, pool, dropout, mask, ratio, beta)
+        super().__init__(in_dim, n_classes, **subgraph)
+        hidden = self.hidden
         check_scalar(n_envs, "n_envs", low=2, integer=True)
         self.prompts = nn.Parameter(torch.randn(n_envs, hidden) / math.sqrt(hidden))
         self.query = nn.Linear(2 * hidden, hidden)
@@ -242,17 +241,14 @@ class NeGo(SubgraphModel):
         return logits, aux
 
     def loss(self, batch, logits, aux):
-        y = batch.y.view(-1)
-        losses = F.cross_entropy(logits, y, reduction="none")
-        parts = {"task": losses.mean(), "sparsity": self._sparsity(aux["mask"])}
+        losses, parts = self._base_parts(batch, logits, aux)
         a, e = aux["assign"], aux["env"]
         if self.switches["inv"]:
-            risks = _env_risks(losses, a.detach())
-            parts["inv"] = risks.var(unbiased=False) if risks.numel() > 1 else losses.sum() * 0
+            parts["inv"] = _risk_variance(losses, a.detach())
         if self.switches["neg"]:
-            parts["neg"] = F.cross_entropy(self.label_head(grad_reverse(e)), y)
-        if self.switches["info"]:
-            parts["info"] = (self.decoder(e) - aux["h_spur"].detach()).pow(2).mean()
+            parts["neg"] = F.cross_entropy(self.label_head(grad_reverse(e)), batch.y.view(-1))
+        if self.switches["info"]:  # h_spur is computed from detached embeddings
+            parts["info"] = (self.decoder(e) - aux["h_spur"]).pow(2).mean()
         mean_a = a.mean(0).clamp(min=1e-8)
         parts["bal"] = (mean_a * torch.log(mean_a)).sum()  # = -H(mean assignment)
         total = parts["task"] + self.beta * parts["sparsity"]
