@@ -79,6 +79,16 @@ def test_every_optimiser_runs_in_both_scenarios(make, kwargs, pool):
         assert len(np.unique(res.X, axis=0)) == 7
 
 
+def test_gp_batch_suggestions_are_distinct():
+    problem = get_problem("branin")
+    opt = GPLogEI(problem.bounds, seed=0, num_restarts=2, raw_samples=32)
+    X = problem.bounds[0] + np.random.default_rng(0).random((6, 2)) * 15.0
+    opt.tell(X, [problem(x) for x in X])
+    batch = opt.ask(3)
+    assert batch.shape == (3, 2)
+    assert len(np.unique(np.round(batch, 6), axis=0)) == 3
+
+
 def test_problems_have_their_known_minima():
     assert get_problem("branin")(np.array([np.pi, 2.275])) == pytest.approx(0.397887, abs=1e-5)
     assert get_problem("six-hump-camel")(np.array([0.0898, -0.7126])) == pytest.approx(

@@ -107,9 +107,10 @@ class GPLogEI(AskTellOptimizer):
         self.num_restarts = check_scalar(num_restarts, "num_restarts", low=1, integer=True)
         self.raw_samples = check_scalar(raw_samples, "raw_samples", low=1, integer=True)
 
-    def _acquisition(self):
+    def _acquisition(self, q: int = 1):
+        """Analytic LogEI for one point, qLogEI for a joint batch of ``q`` points."""
         import torch
-        from botorch.acquisition import LogExpectedImprovement
+        from botorch.acquisition import LogExpectedImprovement, qLogExpectedImprovement
         from botorch.fit import fit_gpytorch_mll
         from botorch.models import SingleTaskGP
         from botorch.models.transforms import Standardize
@@ -125,29 +126,24 @@ class GPLogEI(AskTellOptimizer):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-        return LogExpectedImprovement(model, best_f=Y.max())
+        if q == 1:
+            return LogExpectedImprovement(model, best_f=Y.max())
+        return qLogExpectedImprovement(model, best_f=Y.max())
 
     def _suggest(self, n: int) -> np.ndarray:
         import torch
         from botorch.optim import optimize_acqf
 
-        acq = self._acquisition()
+        acq = self._acquisition(q=n)
         if acq is None:
             return self._random_unit(n)
         unit = torch.stack([torch.zeros(self.dim), torch.ones(self.dim)]).double()
-        out = []
-        for _ in range(n):  # sequential greedy; n > 1 repeats are rare and harmless here
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cand, _ = optimize_acqf(
-                    acq,
-                    bounds=unit,
-                    q=1,
-                    num_restarts=self.num_restarts,
-                    raw_samples=self.raw_samples,
-                )
-            out.append(cand[0].detach().numpy())
-        return np.asarray(out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cand, _ = optimize_acqf(
+                acq, bounds=unit, q=n, num_restarts=self.num_restarts, raw_samples=self.raw_samples
+            )
+        return cand.detach().numpy()
 
     def _suggest_pool(self, free: np.ndarray, n: int) -> np.ndarray:
         import torch
