@@ -35,7 +35,7 @@ from safetensors.torch import load_file, save_file
 
 from icml25_core import check_choice, check_scalar, make_progress, select_device
 
-from .costs import QuadraticCost, check_cost
+from .costs import Cost, QuadraticCost, check_cost
 from .networks import ACTIVATIONS, ARCHS, build_networks, resolve_arch
 from .samplers import make_sampler, to_tensor
 from .schedules import ConstantSchedule, GeometricSchedule, NoiseSchedule, schedule_from_dict
@@ -56,7 +56,7 @@ class NeuralOT:
         schedule: NoiseSchedule,
         relative_noise: bool = True,
         tau: float = 1.0,
-        cost: Any = None,
+        cost: Cost | None = None,
         arch: str = "auto",
         hidden: tuple[int, ...] = (256, 256, 256),
         channels: tuple[int, int] = (32, 64),
@@ -443,7 +443,7 @@ class NeuralOT:
         return path
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, *, cost: Any = None, device: str = "auto"):
+    def from_pretrained(cls, path: str | Path, *, cost: Cost | None = None, device: str = "auto"):
         """Load a model written by :meth:`save_pretrained` (or a checkpoint directory).
 
         ``cost`` must be given again when the model was trained with a custom cost (code is
