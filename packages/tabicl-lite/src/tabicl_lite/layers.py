@@ -1,0 +1,123 @@
+"""Attention building blocks of TabICL: pre-LN blocks, induced set attention, rotary position.
+
+All blocks are pre-LayerNorm transformer blocks built on
+:func:`torch.nn.functional.scaled_dot_product_attention`. Attention to "training rows
+only" is expressed by passing the training rows as keys and values, never as a mask, so
+test rows cannot influence any other row by construction.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding (Su et al., 2021) over a sequence axis.
+
+    Parameters
+    ----------
+    head_dim : int
+        Per-head width; must be even.
+    base : float
+        Frequency base; position ``p`` rotates channel pair ``i`` by
+        ``p * base ** (-2 i / head_dim)``.
+    """
+
+    def __init__(self, head_dim: int, base: float = 1e5):
+        super().__init__()
+        if head_dim % 2:
+            raise ValueError(f"head_dim must be even for rotary embedding, got {head_dim}")
+        inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Rotate ``x`` of shape ``(..., L, head_dim)`` by its position along ``L``."""
+        pos = torch.arange(x.shape[-2], device=x.device, dtype=torch.float32)
+        angles = torch.outer(pos, self.inv_freq.to(x.device))  # (L, head_dim / 2)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+        return out.flatten(-2)
+
+
+class Attention(nn.Module):
+    """Multi-head attention of queries ``q`` (..., Lq, D) over keys/values ``kv`` (..., Lk, D)."""
+
+    def __init__(self, dim: int, n_heads: int, rope: RotaryEmbedding | None = None):
+        super().__init__()
+        if dim % n_heads:
+            raise ValueError(f"dim ({dim}) must be divisible by n_heads ({n_heads})")
+        self.n_heads = n_heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.rope = rope
+
+    def forward(self, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+        h = self.n_heads
+        query = self.q(q).unflatten(-1, (h, -1)).transpose(-3, -2)  # (..., h, Lq, dh)
+        key, value = self.kv(kv).unflatten(-1, (2, h, -1)).unbind(-3)  # (..., Lk, h, dh)
+        key, value = key.transpose(-3, -2), value.transpose(-3, -2)
+        if self.rope is not None:
+            query, key = self.rope(query), self.rope(key)
+        out = F.scaled_dot_product_attention(query, key, value)  # (..., h, Lq, dh)
+        out = out.transpose(-3, -2).flatten(-2)
+        return self.out(out)
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: ``x + attn(LN(x), LN(kv))`` then ``x + ff(LN(x))``.
+
+    With ``kv=None`` it is self-attention; a ``kv_rows`` count restricts keys and values
+    to the first ``kv_rows`` positions (the training rows).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        ff_factor: int = 2,
+        rope: RotaryEmbedding | None = None,
+    ):
+        super().__init__()
+        self.norm_q = nn.LayerNorm(dim)
+        self.norm_kv = nn.LayerNorm(dim)
+        self.attn = Attention(dim, n_heads, rope)
+        self.norm_ff = nn.LayerNorm(dim)
+        self.ff = nn.Sequential(
+            nn.Linear(dim, ff_factor * dim), nn.GELU(), nn.Linear(ff_factor * dim, dim)
+        )
+
+    def forward(
+        self, x: torch.Tensor, kv: torch.Tensor | None = None, kv_rows: int | None = None
+    ) -> torch.Tensor:
+        source = x if kv is None else kv
+        if kv_rows is not None:
+            source = source[..., :kv_rows, :]
+        x = x + self.attn(self.norm_q(x), self.norm_kv(source))
+        return x + self.ff(self.norm_ff(x))
+
+
+class InducedSetBlock(nn.Module):
+    """Induced set attention block (ISAB, Lee et al., 2019) whose inducing points read
+    the training rows only.
+
+    ``h = MAB(I, x[:n_train])`` summarises the training rows in ``n_inducing`` vectors;
+    every row (training or test) then reads ``h``: ``out = MAB(x, h)``. Cost is linear in
+    the number of rows, the output is invariant to the order of the training rows, and a
+    test row affects only its own output.
+    """
+
+    def __init__(self, dim: int, n_heads: int, n_inducing: int, ff_factor: int = 2):
+        super().__init__()
+        self.inducing = nn.Parameter(torch.randn(n_inducing, dim) * dim**-0.5)
+        self.read = Block(dim, n_heads, ff_factor)
+        self.write = Block(dim, n_heads, ff_factor)
+
+    def forward(self, x: torch.Tensor, n_train: int) -> torch.Tensor:
+        """``x`` (S, T, D) with training rows first -> (S, T, D)."""
+        ind = self.inducing.expand(x.shape[0], -1, -1)
+        summary = self.read(ind, x, kv_rows=n_train)
+        return self.write(x, summary)

@@ -1,0 +1,266 @@
+"""The TabICL network: column embedding, row interaction, in-context learning.
+
+Shapes: a batch of ``B`` tables with ``T`` rows (the first ``n_train`` are the training
+rows, the rest are test rows) and ``H`` features, ``X`` of shape ``(B, T, H)``; training
+labels ``y_train`` of shape ``(B, n_train)`` with values in ``[0, max_classes)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from .layers import Block, InducedSetBlock, RotaryEmbedding
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+
+
+@dataclass(frozen=True)
+class TabICLConfig:
+    """Sizes of a :class:`TabICL` model.
+
+    The paper's v1 model uses ``embed_dim=128``, column stage 3 blocks / 4 heads / 128
+    inducing points, row stage 3 blocks / 8 heads / 4 CLS tokens, ICL stage 12 blocks /
+    4 heads (width ``n_cls * embed_dim`` = 512). :meth:`lite` is the size shipped here.
+    """
+
+    max_classes: int = 10
+    embed_dim: int = 128
+    col_blocks: int = 3
+    col_heads: int = 4
+    n_inducing: int = 128
+    row_blocks: int = 3
+    row_heads: int = 8
+    n_cls: int = 4
+    rope_base: float = 1e5
+    icl_blocks: int = 12
+    icl_heads: int = 4
+    ff_factor: int = 2
+    clip_z: float = 4.0
+
+    @classmethod
+    def lite(cls) -> TabICLConfig:
+        """The shipped size: ``embed_dim=32``, 2 + 2 + 4 blocks, ICL width 128."""
+        return cls(
+            embed_dim=32,
+            col_blocks=2,
+            col_heads=2,
+            n_inducing=32,
+            row_blocks=2,
+            row_heads=4,
+            icl_blocks=4,
+            icl_heads=4,
+        )
+
+    def __post_init__(self):
+        for name in ("max_classes", "embed_dim", "n_inducing", "n_cls", "ff_factor"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_classes < 2:
+            raise ValueError(f"max_classes must be >= 2, got {self.max_classes}")
+        if self.embed_dim % self.row_heads or (self.embed_dim // self.row_heads) % 2:
+            raise ValueError(
+                "embed_dim / row_heads must be an even integer (rotary embedding), got "
+                f"embed_dim={self.embed_dim}, row_heads={self.row_heads}"
+            )
+
+    @property
+    def icl_dim(self) -> int:
+        return self.n_cls * self.embed_dim
+
+
+def standardize(X: torch.Tensor, n_train: int, clip_z: float) -> torch.Tensor:
+    """Standardize each column with its training rows' mean and std, clip at ``±clip_z``.
+
+    NaN entries are ignored in the statistics and set to 0 (the training mean) after
+    scaling. ``X`` is ``(B, T, H)``; constant columns become 0.
+    """
+    train = X[:, :n_train]
+    mask = ~torch.isnan(train)
+    count = mask.sum(1, keepdim=True).clamp_min(1)
+    filled = torch.where(mask, train, torch.zeros((), dtype=X.dtype, device=X.device))
+    mean = filled.sum(1, keepdim=True) / count
+    var = (torch.where(mask, train - mean, torch.zeros((), dtype=X.dtype, device=X.device)) ** 2)
+    std = (var.sum(1, keepdim=True) / (count - 1).clamp_min(1)).sqrt()
+    Z = (X - mean) / (std + 1e-6)
+    Z = torch.nan_to_num(Z, nan=0.0)
+    return Z.clamp(-clip_z, clip_z)
+
+
+class ColumnEmbedding(nn.Module):
+    """Distribution-aware column embedding: ``e_ij = x_ij * W_ij + B_ij``.
+
+    Each column is a set of its ``T`` values: ``Linear(1, E)`` then induced set attention
+    whose inducing points read the training rows only; ``W = LN(Linear(h))`` and
+    ``B = LN(Linear(h))``. ``(B, T, H) -> (B, T, H, E)``.
+    """
+
+    def __init__(self, cfg: TabICLConfig):
+        super().__init__()
+        e = cfg.embed_dim
+        self.inp = nn.Linear(1, e)
+        self.blocks = nn.ModuleList(
+            InducedSetBlock(e, cfg.col_heads, cfg.n_inducing, cfg.ff_factor)
+            for _ in range(cfg.col_blocks)
+        )
+        self.out_w = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
+        self.out_b = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
+
+    def forward(self, X: torch.Tensor, n_train: int) -> torch.Tensor:
+        cols = X.transpose(1, 2).unsqueeze(-1)  # (B, H, T, 1)
+        b, h, t, _ = cols.shape
+        z = self.inp(cols).reshape(b * h, t, -1)
+        for block in self.blocks:
+            z = block(z, n_train)
+        z = z.reshape(b, h, t, -1)
+        emb = cols * self.out_w(z) + self.out_b(z)
+        return emb.transpose(1, 2)  # (B, T, H, E)
+
+
+class RowInteraction(nn.Module):
+    """Per-row transformer over the features with rotary position and CLS tokens.
+
+    ``(B, T, H, E) -> (B, T, n_cls * E)``: the CLS outputs, layer-normalised and
+    concatenated, so every row gets a fixed-width vector whatever ``H`` is.
+    """
+
+    def __init__(self, cfg: TabICLConfig):
+        super().__init__()
+        e = cfg.embed_dim
+        self.cls = nn.Parameter(torch.randn(cfg.n_cls, e) * e**-0.5)
+        rope = RotaryEmbedding(e // cfg.row_heads, cfg.rope_base)
+        self.blocks = nn.ModuleList(
+            Block(e, cfg.row_heads, cfg.ff_factor, rope=rope) for _ in range(cfg.row_blocks)
+        )
+        self.norm = nn.LayerNorm(e)
+
+    def forward(self, emb: torch.Tensor) -> torch.Tensor:
+        b, t, _, e = emb.shape
+        cls = self.cls.expand(b, t, -1, -1)
+        z = torch.cat((cls, emb), dim=2)
+        for block in self.blocks:
+            z = block(z)
+        return self.norm(z[:, :, : self.cls.shape[0]]).flatten(2)
+
+
+class ICLearning(nn.Module):
+    """Dataset-wise in-context learning: every row attends to the training rows only.
+
+    Training rows get a label embedding added; the output of test rows goes through a
+    final LayerNorm and an MLP decoder to ``max_classes`` logits.
+    """
+
+    def __init__(self, cfg: TabICLConfig):
+        super().__init__()
+        d = cfg.icl_dim
+        self.label = nn.Embedding(cfg.max_classes, d)
+        self.blocks = nn.ModuleList(
+            Block(d, cfg.icl_heads, cfg.ff_factor) for _ in range(cfg.icl_blocks)
+        )
+        self.norm = nn.LayerNorm(d)
+        self.decoder = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, cfg.max_classes))
+
+    def forward(self, rows: torch.Tensor, y_train: torch.Tensor) -> torch.Tensor:
+        n_train = y_train.shape[1]
+        z = torch.cat((rows[:, :n_train] + self.label(y_train), rows[:, n_train:]), dim=1)
+        for block in self.blocks:
+            z = block(z, kv_rows=n_train)
+        return self.decoder(self.norm(z[:, n_train:]))
+
+
+class TabICL(nn.Module):
+    """TabICL (Qu et al., ICML 2025): a tabular foundation model for in-context learning.
+
+    ``forward(X, y_train)`` standardizes every column with its training rows, embeds the
+    columns (:class:`ColumnEmbedding`), turns each row into a fixed-width vector
+    (:class:`RowInteraction`) and predicts the test rows from the labelled training rows
+    (:class:`ICLearning`). No weight changes at prediction time: the training rows are
+    the context.
+
+    Parameters
+    ----------
+    config : TabICLConfig, optional
+        Sizes; the paper's v1 sizes by default.
+    """
+
+    def __init__(self, config: TabICLConfig | None = None):
+        super().__init__()
+        self.config = config or TabICLConfig()
+        self.col = ColumnEmbedding(self.config)
+        self.row = RowInteraction(self.config)
+        self.icl = ICLearning(self.config)
+
+    def forward(
+        self,
+        X: torch.Tensor,
+        y_train: torch.Tensor,
+        n_classes: torch.Tensor | int | None = None,
+    ) -> torch.Tensor:
+        """Logits of the test rows.
+
+        Parameters
+        ----------
+        X : Tensor, shape (B, T, H)
+            Training rows first, then test rows; NaN marks a missing value.
+        y_train : LongTensor, shape (B, n_train)
+            Labels in ``[0, max_classes)``.
+        n_classes : int or LongTensor of shape (B,), optional
+            Classes per table; logits of absent classes are set to ``-inf``.
+
+        Returns
+        -------
+        Tensor, shape (B, T - n_train, max_classes)
+        """
+        n_train = y_train.shape[1]
+        if X.ndim != 3 or y_train.ndim != 2 or X.shape[0] != y_train.shape[0]:
+            raise ValueError(
+                f"X must be (B, T, H) and y_train (B, n_train); got {tuple(X.shape)} and "
+                f"{tuple(y_train.shape)}"
+            )
+        if not 0 < n_train < X.shape[1]:
+            raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
+        Z = standardize(X, n_train, self.config.clip_z)
+        logits = self.icl(self.row(self.col(Z, n_train)), y_train)
+        if n_classes is not None:
+            k = torch.as_tensor(n_classes, device=X.device).reshape(-1, 1, 1)
+            absent = torch.arange(self.config.max_classes, device=X.device) >= k
+            logits = logits.masked_fill(absent, float("-inf"))
+        return logits
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        """Write ``config.json`` and ``model.safetensors`` into the folder ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / CONFIG_NAME).write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
+        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
+        save_file(state, path / WEIGHTS_NAME)
+        return path
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, device: str | torch.device = "cpu") -> TabICL:
+        """Load a folder written by :meth:`save_pretrained` (no code, no pickle)."""
+        path = Path(path)
+        if not (path / CONFIG_NAME).is_file() or not (path / WEIGHTS_NAME).is_file():
+            raise FileNotFoundError(
+                f"model_path must be a folder holding {CONFIG_NAME} and {WEIGHTS_NAME}; "
+                f"got {str(path)!r}"
+            )
+        fields = json.loads((path / CONFIG_NAME).read_text())
+        known = {f.name for f in dataclasses.fields(TabICLConfig)}
+        unknown = set(fields) - known
+        if unknown:
+            raise ValueError(f"unknown fields in {path / CONFIG_NAME}: {sorted(unknown)}")
+        model = cls(TabICLConfig(**fields))
+        model.load_state_dict(load_file(path / WEIGHTS_NAME, device=str(device)))
+        return model.to(device).eval()
