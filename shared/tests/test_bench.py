@@ -1,5 +1,7 @@
 """The benchmark harness."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,16 @@ def test_peak_memory_sees_numpy_allocations():
 def test_bad_reference():
     with pytest.raises(ValueError, match="reference must be one of"):
         compare({"a": lambda: None}, reference="b")
+
+
+def test_peak_memory_sees_native_torch_allocations():
+    torch = pytest.importorskip("torch")
+    if not Path("/proc/self/clear_refs").exists():
+        pytest.skip("resident-set high-water mark needs Linux /proc")
+
+    def alloc():
+        x = torch.ones(16 * 2**20 // 4)  # 16 MiB outside tracemalloc's view
+        x.add_(1.0)
+
+    comp = compare({"alloc": alloc}, reference="alloc", repeats=1, warmup=0)
+    assert comp.timings["alloc"].peak_memory >= 15 * 2**20

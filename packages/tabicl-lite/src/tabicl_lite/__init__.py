@@ -1,7 +1,29 @@
-"""tabicl-lite: TabICL: A Tabular Foundation Model for In-Context Learning on Large Data (planned)."""
+"""tabicl-lite: TabICL, a tabular foundation model for in-context learning (Qu et al., ICML 2025).
+
+:class:`TabICLClassifier` is a scikit-learn classifier whose ``fit`` only stores the
+training table: a pretrained :class:`TabICL` network predicts test rows with the training
+rows as context. A small checkpoint, pretrained by :mod:`tabicl_lite.pretrain` on the SCM
+prior of :mod:`tabicl_lite.prior`, ships inside the wheel.
+"""
 
 from importlib.metadata import version as _version
 
+from .classifier import TabICLClassifier, load_model, shipped_checkpoint_path
+from .hierarchy import build_tree
+from .model import TabICL, TabICLConfig
+from .prior import PriorConfig, sample_batch, sample_table
+
 __version__ = _version("tabicl-lite")
 
-__all__ = ["__version__"]
+__all__ = [
+    "PriorConfig",
+    "TabICL",
+    "TabICLClassifier",
+    "TabICLConfig",
+    "__version__",
+    "build_tree",
+    "load_model",
+    "sample_batch",
+    "sample_table",
+    "shipped_checkpoint_path",
+]
