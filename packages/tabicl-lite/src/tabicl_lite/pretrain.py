@@ -72,8 +72,8 @@ class Stage:
 CURRICULA: dict[str, tuple[Stage, ...]] = {
     # the shipped lite model: short tables first, then longer ones with the embedding frozen
     "lite": (
-        Stage(steps=12000, rows=(32, 384), features=(2, 64), cells=24_000, lr=1e-3, max_batch=16),
-        Stage(steps=800, rows=(384, 1536), features=(2, 64), cells=60_000, lr=2e-4, max_batch=8),
+        Stage(steps=10000, rows=(32, 384), features=(2, 64), cells=24_000, lr=1e-3, max_batch=16),
+        Stage(steps=600, rows=(384, 1536), features=(2, 64), cells=60_000, lr=2e-4, max_batch=8),
     ),
     # the paper's three stages at v1 size (needs a GPU)
     "paper": (
@@ -154,6 +154,7 @@ def pretrain(
     device: str | None = None,
     progress: bool = True,
     command: str | None = None,
+    stop_after: int | None = None,
 ) -> TabICL:
     """Pretrain a :class:`TabICL` on prior tables and save it under ``out``.
 
@@ -181,15 +182,18 @@ def pretrain(
         Print a line per log step to stderr (rank 0).
     command : str, optional
         The command line recorded in ``record.json``.
+    stop_after : int, optional
+        Stop once this many steps are done (a checkpoint is written), e.g. to split a run
+        over several jobs; ``resume=True`` continues it.
 
     Returns
     -------
     TabICL
         The trained model (on CPU, eval mode).
     """
-    stages = CURRICULA[curriculum] if isinstance(curriculum, str) else tuple(curriculum)
     if isinstance(curriculum, str) and curriculum not in CURRICULA:
         raise ValueError(f"curriculum must be one of {list(CURRICULA)}, got {curriculum!r}")
+    stages = CURRICULA[curriculum] if isinstance(curriculum, str) else tuple(curriculum)
     out = Path(out)
     prior = prior or PriorConfig()
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -245,7 +249,8 @@ def pretrain(
     start = time.perf_counter()
     current_stage, wrapped = None, None
     running = []
-    while step < total:
+    end = total if stop_after is None else min(total, stop_after)
+    while step < end:
         index, in_stage = _locate(stages, step)
         stage = stages[index]
         if index != current_stage:
@@ -301,10 +306,10 @@ def pretrain(
                         file=sys.stderr,
                         flush=True,
                     )
-        if step % checkpoint_every == 0 or step == total:
+        if step % checkpoint_every == 0 or step == end:
             save_checkpoint(wall_before + time.perf_counter() - start)
     wall = wall_before + time.perf_counter() - start
-    if rank == 0:
+    if rank == 0 and step == total:
         model.eval().cpu().save_pretrained(out / "model")
         record = {
             "command": command,
@@ -336,6 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=500)
     parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: best)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--stop-after", type=int, default=None, help="stop after this step")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -348,6 +354,7 @@ def main(argv: list[str] | None = None) -> None:
         log_every=args.log_every,
         checkpoint_every=args.checkpoint_every,
         device=args.device,
+        stop_after=args.stop_after,
         command=" ".join(["python -m tabicl_lite.pretrain", *(argv or sys.argv[1:])]),
     )
 

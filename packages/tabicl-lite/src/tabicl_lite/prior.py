@@ -47,6 +47,14 @@ class PriorConfig:
         Inclusive range of hidden width (raised so that every feature has a node).
     noise : tuple of float
         Log-uniform range of the per-node noise std.
+    p_target_last : float
+        Probability that the target is read from the last layer (an effect of all causes);
+        otherwise from any node.
+    max_causes : int
+        Root causes are drawn from ``[1, max_causes]``.
+    p_clique : float
+        Probability that the features are a contiguous block of nodes next to the target
+        (neighbours in the network) rather than nodes anywhere.
     p_categorical : float
         Expected fraction of categorical features.
     max_categories : int
@@ -58,9 +66,12 @@ class PriorConfig:
     """
 
     p_mlp: float = 0.7
-    depth: tuple[int, int] = (2, 6)
-    width: tuple[int, int] = (8, 64)
-    noise: tuple[float, float] = (1e-3, 0.3)
+    depth: tuple[int, int] = (1, 4)
+    width: tuple[int, int] = (4, 32)
+    noise: tuple[float, float] = (1e-4, 0.05)
+    p_target_last: float = 0.7
+    max_causes: int = 8
+    p_clique: float = 0.5
     p_categorical: float = 0.2
     max_categories: int = 10
     p_missing: float = 0.1
@@ -154,17 +165,23 @@ def sample_table(
     if not mlp:
         width = min(width, 16 + -(-(n_features + 2) // depth))  # trees: keep fitting cheap
     noise = float(np.exp(rng.uniform(*np.log(cfg.noise))))
-    h = _causes(rng, n_rows, int(rng.integers(1, width + 1)))
+    h = _causes(rng, n_rows, int(rng.integers(1, cfg.max_causes + 1)))
     nodes = []
     for _ in range(depth):
         h = _mlp_layer(rng, h, width) if mlp else _tree_layer(rng, h, width, cfg.tree_fit_rows)
         h = h + noise * rng.standard_normal(h.shape)
         nodes.append(h)
     nodes = np.concatenate(nodes, axis=1)
-    # target and features are distinct random nodes: causes, effects or unrelated
-    order = rng.permutation(nodes.shape[1])
-    target = nodes[:, order[0]]
-    X = nodes[:, order[1 : n_features + 1]].copy()
+    # the target is an effect of the last layer or any node; features are other nodes
+    last = rng.random() < cfg.p_target_last
+    t = nodes.shape[1] - 1 - int(rng.integers(width)) if last else int(rng.integers(nodes.shape[1]))
+    others = np.delete(np.arange(nodes.shape[1]), t)
+    if rng.random() < cfg.p_clique:  # the n_features nodes nearest to the target
+        picked = others[np.argsort(np.abs(others - t), kind="stable")[:n_features]]
+    else:
+        picked = rng.choice(others, size=n_features, replace=False)
+    target = nodes[:, t]
+    X = nodes[:, rng.permutation(picked)].copy()
     y = _to_classes(rng, target, n_classes)
     for j in np.flatnonzero(rng.random(n_features) < cfg.p_categorical):
         X[:, j] = _categorize(rng, X[:, j], cfg.max_categories)

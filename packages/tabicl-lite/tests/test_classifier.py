@@ -1,0 +1,148 @@
+"""TabICLClassifier mechanics on a tiny random checkpoint: probabilities, invariances,
+labels, missing values, categoricals, the class hierarchy and bad input."""
+
+import numpy as np
+import pytest
+
+from tabicl_lite import TabICLClassifier
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int) + 2 * (X[:, 2] > 0.5)
+    return X, y
+
+
+@pytest.fixture
+def clf(tiny_model_path):
+    return TabICLClassifier(n_estimators=3, model_path=tiny_model_path, device="cpu")
+
+
+def test_probabilities_sum_to_one_and_predict_is_their_argmax(clf, data):
+    X, y = data
+    proba = clf.fit(X[:80], y[:80]).predict_proba(X[80:])
+    assert proba.shape == (40, 4)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(clf.predict(X[80:]), clf.classes_[proba.argmax(axis=1)])
+
+
+def test_invariance_to_training_row_order(clf, data):
+    X, y = data
+    a = clf.fit(X[:80], y[:80]).predict_proba(X[80:])
+    perm = np.random.default_rng(1).permutation(80)
+    b = clf.fit(X[:80][perm], y[:80][perm]).predict_proba(X[80:])
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_no_test_leakage(clf, data):
+    X, y = data
+    clf.fit(X[:80], y[:80])
+    a = clf.predict_proba(X[80:])
+    Xc = X[80:].copy()
+    Xc[7] = 50.0
+    b = clf.predict_proba(Xc)
+    keep = np.arange(40) != 7
+    np.testing.assert_array_equal(a[keep], b[keep])
+    # and test rows are predicted the same alone or in any batch
+    alone = np.vstack([clf.predict_proba(X[80 + i : 81 + i]) for i in range(5)])
+    np.testing.assert_allclose(alone, a[:5], rtol=0, atol=1e-6)
+
+
+def test_string_and_non_contiguous_labels_are_only_names(clf, data):
+    """Labels that sort like 0..3 (strings, gaps) give exactly the predictions of 0..3."""
+    X, y = data
+    base = clf.fit(X[:80], y[:80]).predict_proba(X[80:])
+    names = np.array(["cat", "dog", "emu", "yak"])[y]
+    np.testing.assert_array_equal(clf.fit(X[:80], names[:80]).predict_proba(X[80:]), base)
+    assert set(clf.predict(X[80:])) <= set(names)
+    codes = np.array([3, 7, 10, 42])[y]
+    np.testing.assert_array_equal(clf.fit(X[:80], codes[:80]).predict_proba(X[80:]), base)
+    np.testing.assert_array_equal(clf.classes_, [3, 7, 10, 42])
+
+
+def test_missing_values_are_accepted(clf, data):
+    X, y = data
+    X = X.copy()
+    X[np.random.default_rng(2).random(X.shape) < 0.2] = np.nan
+    proba = clf.fit(X[:80], y[:80]).predict_proba(X[80:])
+    assert np.isfinite(proba).all()
+
+
+def test_categorical_columns_with_strings(clf, data):
+    X, y = data
+    colours = np.array(["red", "green", "blue"])[np.random.default_rng(3).integers(0, 3, 120)]
+    Xo = np.column_stack([X.astype(object), colours])
+    clf.set_params(categorical_features=[5])
+    proba = clf.fit(Xo[:80], y[:80]).predict_proba(Xo[80:])
+    assert proba.shape == (40, 4)
+    Xu = Xo[80:].copy()
+    Xu[0, 5] = "purple"  # unseen category -> missing value, no error
+    assert np.isfinite(clf.predict_proba(Xu)).all()
+    with pytest.raises(ValueError, match="categorical_features"):
+        TabICLClassifier(model_path=clf.model_path).fit(Xo[:80], y[:80])
+
+
+def test_hierarchical_path_with_25_classes(tiny_model_path):
+    rng = np.random.default_rng(4)
+    y = np.repeat(np.arange(25), 6)
+    X = rng.normal(size=(150, 3)) + y[:, None] * 0.1
+    clf = TabICLClassifier(n_estimators=2, model_path=tiny_model_path).fit(X, y)
+    assert clf.tree_ is not None and all(m.shift == 0 for m in clf.members_)
+    proba = clf.predict_proba(X[:20])
+    assert proba.shape == (20, 25)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_ensemble_members_cover_normalizations_orders_and_shifts(clf, data):
+    X, y = data
+    clf.set_params(n_estimators=4, norm_methods=("none", "power", "quantile"))
+    clf.fit(X, y)
+    assert [m.norm for m in clf.members_] == ["none", "power", "quantile", "none"]
+    orders = np.stack([m.features for m in clf.members_])
+    assert all(sorted(o) == list(range(5)) for o in orders)
+    assert len({tuple(o) for o in orders}) == 4  # cyclic shifts differ
+    shifts = [m.shift for m in clf.members_]
+    assert shifts == [(shifts[0] + i) % 4 for i in range(4)]
+    assert np.isfinite(clf.predict_proba(X[:5])).all()
+
+
+def test_fit_is_deterministic_under_random_state(clf, data):
+    X, y = data
+    a = clf.set_params(random_state=7).fit(X[:80], y[:80]).predict_proba(X[80:])
+    b = clf.set_params(random_state=7).fit(X[:80], y[:80]).predict_proba(X[80:])
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "message"),
+    [
+        (np.zeros((4, 2)), np.array([0, 1, np.nan, 1]), "y contains NaN"),
+        (np.zeros((4, 2)), np.array([1, 1, 1, 1]), "one class"),
+        (np.zeros((2004, 1)), np.arange(2004) // 2, "hierarchy supports at most"),
+        (np.array([[1.0, np.inf], [0.0, 1.0]]), np.array([0, 1]), "infinity"),
+        (np.array([["a", 1.0], ["b", 2.0]], dtype=object), np.array([0, 1]), "categorical"),
+    ],
+)
+def test_bad_input_at_fit(tiny_model_path, X, y, message):
+    with pytest.raises(ValueError, match=message):
+        TabICLClassifier(model_path=tiny_model_path).fit(X, y)
+
+
+def test_bad_input_at_predict_and_bad_parameters(clf, data):
+    X, y = data
+    clf.fit(X, y)
+    with pytest.raises(ValueError, match="5 features"):
+        clf.predict(X[:, :3])
+    with pytest.raises(ValueError, match="infinity"):
+        clf.predict(np.full((1, 5), np.inf))
+    for params, message in [
+        ({"n_estimators": 0}, "n_estimators"),
+        ({"norm_methods": ("zscore",)}, "norm_methods"),
+        ({"softmax_temperature": 0}, "softmax_temperature"),
+        ({"categorical_features": [9]}, "categorical_features"),
+        ({"model_path": "/nonexistent"}, "model_path"),
+    ]:
+        with pytest.raises((ValueError, FileNotFoundError), match=message):
+            TabICLClassifier(**{"model_path": clf.model_path, **params}).fit(X, y)

@@ -1,0 +1,111 @@
+"""The network: oracles for order invariance, no leakage, standardization, rotary position."""
+
+import numpy as np
+import pytest
+import torch
+
+from tabicl_lite import TabICL, TabICLConfig
+from tabicl_lite.layers import RotaryEmbedding
+from tabicl_lite.model import standardize
+
+from .conftest import TINY
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    return TabICL(TabICLConfig.lite()).double().eval()
+
+
+@pytest.fixture
+def table():
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(2, 60, 7, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 4, (2, 40), generator=g)
+    return X, y
+
+
+@torch.no_grad()
+def test_exact_invariance_to_training_row_order(model, table):
+    X, y = table
+    perm = torch.randperm(40, generator=torch.Generator().manual_seed(2))
+    Xp = X.clone()
+    Xp[:, :40] = X[:, perm]
+    a = model(X, y, n_classes=4)[..., :4]
+    b = model(Xp, y[:, perm], n_classes=4)[..., :4]
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+@torch.no_grad()
+def test_changing_a_test_row_leaves_other_test_rows_unchanged(model, table):
+    X, y = table
+    a = model(X, y, n_classes=4)[..., :4]
+    Xc = X.clone()
+    Xc[:, 55] = 100 * torch.randn(2, 7, dtype=torch.float64)
+    b = model(Xc, y, n_classes=4)[..., :4]
+    keep = [i for i in range(20) if i != 15]
+    assert torch.equal(a[:, keep], b[:, keep])
+    assert not torch.allclose(a[:, 15], b[:, 15])  # the changed row itself does move
+
+
+@torch.no_grad()
+def test_absent_classes_get_minus_infinity(model, table):
+    X, y = table
+    logits = model(X, y % 3, n_classes=torch.tensor([3, 2]))
+    assert torch.isinf(logits[0, :, 3:]).all() and torch.isfinite(logits[0, :, :3]).all()
+    assert torch.isinf(logits[1, :, 2:]).all() and torch.isfinite(logits[1, :, :2]).all()
+
+
+def test_standardize_matches_numpy_with_missing_values():
+    rng = np.random.default_rng(0)
+    X = rng.normal(3.0, 2.0, (1, 50, 4))
+    X[0, rng.random((50, 4)) < 0.1] = np.nan
+    Z = standardize(torch.from_numpy(X), 30, clip_z=1e9).numpy()
+    mean = np.nanmean(X[0, :30], axis=0)
+    std = np.nanstd(X[0, :30], axis=0, ddof=1)
+    expected = np.nan_to_num((X[0] - mean) / (std + 1e-6))
+    np.testing.assert_allclose(Z[0], expected, rtol=1e-10, atol=1e-12)
+    assert np.abs(standardize(torch.from_numpy(X * 1e3), 30, clip_z=4.0).numpy()).max() <= 4.0
+
+
+def test_rotary_embedding_depends_on_relative_position_only():
+    rope = RotaryEmbedding(8, base=100.0)
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(8, generator=g), torch.randn(8, generator=g)
+    seq_q, seq_k = q.expand(10, 8), k.expand(10, 8)
+    rq, rk = rope(seq_q), rope(seq_k)
+    dots = rq @ rk.T  # (10, 10): <R_i q, R_j k> depends on i - j only
+    torch.testing.assert_close(dots[3, 1], dots[7, 5])
+    torch.testing.assert_close(dots[0, 4], dots[5, 9])
+    torch.testing.assert_close(rq.norm(dim=1), seq_q.norm(dim=1))
+
+
+@torch.no_grad()
+def test_output_does_not_depend_on_the_number_of_features_padding(model):
+    """A fixed-width row vector whatever H is: tables with 3 and 30 features both work."""
+    for h in (1, 3, 30):
+        out = model(torch.randn(1, 25, h, dtype=torch.float64), torch.randint(0, 2, (1, 20)))
+        assert out.shape == (1, 5, 10)
+
+
+def test_save_load_round_trip_gives_identical_logits(tmp_path, table):
+    torch.manual_seed(3)
+    model = TabICL(TINY).eval()
+    X, y = (t.float() if t.is_floating_point() else t for t in table)
+    path = model.save_pretrained(tmp_path / "m")
+    loaded = TabICL.from_pretrained(path)
+    assert loaded.config == TINY
+    with torch.no_grad():
+        assert torch.equal(model(X, y), loaded(X, y))
+
+
+def test_bad_inputs_raise_clear_errors(tmp_path):
+    model = TabICL(TINY)
+    with pytest.raises(ValueError, match="n_train"):
+        model(torch.randn(1, 5, 2), torch.zeros(1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match="X must be"):
+        model(torch.randn(5, 2), torch.zeros(1, 3, dtype=torch.long))
+    with pytest.raises(FileNotFoundError, match="model_path"):
+        TabICL.from_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="row_heads"):
+        TabICLConfig(embed_dim=12, row_heads=4)
