@@ -94,9 +94,7 @@ def _classifier_cases(n_train: int, official_ckpt: Path):
         ).fit(X_train, y_train).predict_proba(X_test)
 
     def hgb():
-        HistGradientBoostingClassifier(random_state=0).fit(X_train, y_train).predict_proba(
-            X_test
-        )
+        HistGradientBoostingClassifier(random_state=0).fit(X_train, y_train).predict_proba(X_test)
 
     return {
         "HistGradientBoosting": hgb,

@@ -38,7 +38,9 @@ def test_few_steps_checkpoint_and_resume_equal_an_uninterrupted_run(tmp_path):
         assert torch.equal(p, q), name
     # the exported folder is what the classifier loads
     loaded = TabICL.from_pretrained(tmp_path / "b" / "model")
-    assert torch.equal(next(iter(loaded.state_dict().values())), next(iter(resumed.state_dict().values())))
+    assert torch.equal(
+        next(iter(loaded.state_dict().values())), next(iter(resumed.state_dict().values()))
+    )
     record = json.loads((tmp_path / "a" / "record.json").read_text())
     assert record["steps"] == 5 and record["seed"] == 1
     log = [json.loads(line) for line in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]

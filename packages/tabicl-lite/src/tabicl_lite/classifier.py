@@ -135,9 +135,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         for m in self.norm_methods:
             Normalizer(m)
         if not self.softmax_temperature > 0:
-            raise ValueError(
-                f"softmax_temperature must be > 0, got {self.softmax_temperature!r}"
-            )
+            raise ValueError(f"softmax_temperature must be > 0, got {self.softmax_temperature!r}")
         if self.outlier_threshold is not None and not self.outlier_threshold > 0:
             raise ValueError(
                 f"outlier_threshold must be > 0 or None, got {self.outlier_threshold!r}"
@@ -198,9 +196,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
                 f"declare them there ({err})"
             ) from None
         if np.isinf(out[:, ~cat]).any():
-            raise ValueError(
-                "X contains infinity; replace it with a finite value or NaN (missing)"
-            )
+            raise ValueError("X contains infinity; replace it with a finite value or NaN (missing)")
         if cat.any():
             out[:, cat] = self.encoder_.transform(X[:, cat])
         return out
@@ -255,9 +251,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         """(n_members, n_rows, n_features) float32: each member's view of rows X."""
         clipped = self.clipper_.transform(X)
         normed = {m: n.transform(clipped) for m, n in self.normalizers_.items()}
-        return np.stack([normed[m.norm][:, m.features] for m in self.members_]).astype(
-            np.float32
-        )
+        return np.stack([normed[m.norm][:, m.features] for m in self.members_]).astype(np.float32)
 
     @torch.inference_mode()
     def _log_proba_groups(

@@ -87,7 +87,7 @@ def standardize(X: torch.Tensor, n_train: int, clip_z: float) -> torch.Tensor:
     count = mask.sum(1, keepdim=True).clamp_min(1)
     filled = torch.where(mask, train, torch.zeros((), dtype=X.dtype, device=X.device))
     mean = filled.sum(1, keepdim=True) / count
-    var = (torch.where(mask, train - mean, torch.zeros((), dtype=X.dtype, device=X.device)) ** 2)
+    var = torch.where(mask, train - mean, torch.zeros((), dtype=X.dtype, device=X.device)) ** 2
     std = (var.sum(1, keepdim=True) / (count - 1).clamp_min(1)).sqrt()
     Z = (X - mean) / (std + 1e-6)
     Z = torch.nan_to_num(Z, nan=0.0)
@@ -142,7 +142,7 @@ class RowInteraction(nn.Module):
         self.norm = nn.LayerNorm(e)
 
     def forward(self, emb: torch.Tensor) -> torch.Tensor:
-        b, t, _, e = emb.shape
+        b, t = emb.shape[:2]
         cls = self.cls.expand(b, t, -1, -1)
         z = torch.cat((cls, emb), dim=2)
         for block in self.blocks:
@@ -165,7 +165,9 @@ class ICLearning(nn.Module):
             Block(d, cfg.icl_heads, cfg.ff_factor) for _ in range(cfg.icl_blocks)
         )
         self.norm = nn.LayerNorm(d)
-        self.decoder = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, cfg.max_classes))
+        self.decoder = nn.Sequential(
+            nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, cfg.max_classes)
+        )
 
     def forward(self, rows: torch.Tensor, y_train: torch.Tensor) -> torch.Tensor:
         n_train = y_train.shape[1]

@@ -99,7 +99,7 @@ MODEL_SIZES = {"lite": TabICLConfig.lite, "paper": TabICLConfig}
 
 
 def _log_uniform_int(rng: np.random.Generator, lo: int, hi: int) -> int:
-    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+    return round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
 def draw_batch(
@@ -255,11 +255,7 @@ def pretrain(
         stage = stages[index]
         if index != current_stage:
             _set_frozen(model, stage.freeze_embedding)
-            wrapped = (
-                torch.nn.parallel.DistributedDataParallel(model)
-                if world > 1
-                else model
-            )
+            wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
             current_stage = index
         lr = _learning_rate(stage, in_stage)
         for group in optimizer.param_groups:
@@ -331,7 +327,9 @@ def pretrain(
 
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry point (``python -m tabicl_lite.pretrain`` / ``tabicl-lite-pretrain``)."""
-    parser = argparse.ArgumentParser(prog="tabicl-lite-pretrain", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="tabicl-lite-pretrain", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--out", required=True, help="run folder")
     parser.add_argument("--curriculum", default="lite", choices=sorted(CURRICULA))
     parser.add_argument("--size", default="lite", choices=sorted(MODEL_SIZES), help="model size")
