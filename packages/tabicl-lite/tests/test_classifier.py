@@ -146,3 +146,21 @@ def test_bad_input_at_predict_and_bad_parameters(clf, data):
     ]:
         with pytest.raises((ValueError, FileNotFoundError), match=message):
             TabICLClassifier(**{"model_path": clf.model_path, **params}).fit(X, y)
+
+
+def test_dataframe_with_named_categorical_columns(tiny_model_path, data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    frame["colour"] = rng.choice(["red", "green", "blue"], size=len(frame))
+    frame["size"] = pd.Categorical(rng.choice(["S", "M", "L"], size=len(frame)))
+    clf = TabICLClassifier(
+        n_estimators=2, categorical_features=["colour", "size"], model_path=tiny_model_path
+    ).fit(frame.iloc[:80], y[:80])
+    np.testing.assert_array_equal(clf.feature_names_in_, frame.columns)
+    assert clf.categorical_mask_.tolist() == [False] * 5 + [True, True]
+    proba = clf.predict_proba(frame.iloc[80:])
+    assert proba.shape == (40, 4) and np.isfinite(proba).all()
+    with pytest.raises(ValueError, match="not a column"):
+        TabICLClassifier(categorical_features=["shape"], model_path=tiny_model_path).fit(frame, y)

@@ -171,9 +171,12 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
                 )
         return mask
 
-    def _encode(self, X, reset: bool) -> np.ndarray:
-        """Validate X and return it as a float array (categoricals ordinal-encoded)."""
-        X = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
+    def _encode(self, X, y=None, *, reset: bool):
+        """Validate X (and y at fit) and return X as floats, categoricals ordinal-encoded."""
+        if reset:
+            X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False)
+        else:
+            X = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=False)
         if reset:
             self.categorical_mask_ = self._categorical_mask(X.shape[1])
             cat = self.categorical_mask_
@@ -199,7 +202,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("X contains infinity; replace it with a finite value or NaN (missing)")
         if cat.any():
             out[:, cat] = self.encoder_.transform(X[:, cat])
-        return out
+        return out, y
 
     # ------------------------------------------------------------------ API
     def fit(self, X, y):
@@ -217,9 +220,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False)
+        Xf, y = self._encode(X, y, reset=True)
         check_classification_targets(y)
-        Xf = self._encode(X, reset=True)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         n_classes = self.classes_.size
@@ -268,7 +270,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     def predict_log_proba(self, X) -> np.ndarray:
         """Log class probabilities, shape (n_samples, n_classes), columns as ``classes_``."""
         check_is_fitted(self)
-        Xf = self._encode(X, reset=False)
+        Xf, _ = self._encode(X, reset=False)
         device = next(self.model_.parameters()).device
         train = torch.from_numpy(self._views(self.X_train_)).to(device)
         test = torch.from_numpy(self._views(Xf)).to(device)
