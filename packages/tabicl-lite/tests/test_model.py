@@ -109,3 +109,13 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         TabICL.from_pretrained(tmp_path)
     with pytest.raises(ValueError, match="row_heads"):
         TabICLConfig(embed_dim=12, row_heads=4)
+
+
+@torch.no_grad()
+def test_chunked_column_and_row_stages_equal_one_pass(table):
+    torch.manual_seed(4)
+    X, y = table
+    whole = TabICL(TabICLConfig.lite(), chunk_cells=10**9).double().eval()
+    chunked = TabICL(TabICLConfig.lite(), chunk_cells=50).double().eval()
+    chunked.load_state_dict(whole.state_dict())
+    torch.testing.assert_close(chunked(X, y, 4), whole(X, y, 4), rtol=1e-12, atol=1e-12)

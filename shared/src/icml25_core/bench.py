@@ -9,6 +9,8 @@ resident-set high-water mark), which Python's ``tracemalloc`` alone misses.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import math
 import sys
@@ -81,12 +83,20 @@ def _resident_kib(field_name: str) -> int | None:
     return None
 
 
+def _release_free_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc ``malloc_trim``), so memory a previous
+    candidate freed but the allocator kept is counted again when the next one reuses it."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def _reset_resident_peak() -> int | None:
     """Reset the resident-set high-water mark; return the current resident size (KiB).
 
     Native allocations (torch's CPU tensors, BLAS buffers) escape ``tracemalloc``; the
     high-water mark sees them. ``None`` where /proc/self/clear_refs is not available.
     """
+    _release_free_heap()
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")

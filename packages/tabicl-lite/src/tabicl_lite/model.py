@@ -190,11 +190,18 @@ class TabICL(nn.Module):
     ----------
     config : TabICLConfig, optional
         Sizes; the paper's v1 sizes by default.
+    chunk_cells : int
+        Cells (rows x columns) the column and row stages process at a time when gradients
+        are off: columns are independent in the first stage and rows in the second, so
+        chunking bounds their working memory without changing the result (with autograd
+        on, activations are kept anyway and the stages run in one pass). A runtime
+        setting, not saved.
     """
 
-    def __init__(self, config: TabICLConfig | None = None):
+    def __init__(self, config: TabICLConfig | None = None, chunk_cells: int = 2**14):
         super().__init__()
         self.config = config or TabICLConfig()
+        self.chunk_cells = chunk_cells
         self.col = ColumnEmbedding(self.config)
         self.row = RowInteraction(self.config)
         self.icl = ICLearning(self.config)
@@ -229,7 +236,15 @@ class TabICL(nn.Module):
         if not 0 < n_train < X.shape[1]:
             raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
         Z = standardize(X, n_train, self.config.clip_z)
-        logits = self.icl(self.row(self.col(Z, n_train)), y_train)
+        b, t, h = Z.shape
+        cells = self.chunk_cells if not torch.is_grad_enabled() else b * t * h
+        per_cols = max(1, cells // (b * t))
+        emb = torch.cat(
+            [self.col(Z[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
+        )
+        per_rows = max(1, cells // (b * h))
+        rows = torch.cat([self.row(emb[:, i : i + per_rows]) for i in range(0, t, per_rows)], dim=1)
+        logits = self.icl(rows, y_train)
         if n_classes is not None:
             k = torch.as_tensor(n_classes, device=X.device).reshape(-1, 1, 1)
             absent = torch.arange(self.config.max_classes, device=X.device) >= k
