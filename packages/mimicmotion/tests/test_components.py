@@ -8,19 +8,7 @@ from mimicmotion.fusion import fuse, triangle_weights, windows
 from mimicmotion.posenet import PoseNet
 from mimicmotion.unet import MimicMotionUNet
 
-TINY_UNET = {
-    "block_out_channels": (32, 64),
-    "down_block_types": ("CrossAttnDownBlockSpatioTemporal", "DownBlockSpatioTemporal"),
-    "up_block_types": ("UpBlockSpatioTemporal", "CrossAttnUpBlockSpatioTemporal"),
-    "cross_attention_dim": 32,
-    "num_attention_heads": 8,
-    "out_channels": 4,
-    "in_channels": 8,
-    "layers_per_block": 2,
-    "sample_size": 32,
-    "projection_class_embeddings_input_dim": 96,
-    "addition_time_embed_dim": 32,
-}
+from .conftest import TINY_UNET
 
 
 def test_posenet_is_exactly_zero_at_init_and_downsamples_by_8():

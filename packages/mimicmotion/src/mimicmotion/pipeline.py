@@ -1,0 +1,185 @@
+"""MimicMotionPipeline: pose-guided image-to-video with progressive latent fusion."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from diffusers import StableVideoDiffusionPipeline
+from diffusers.pipelines.stable_video_diffusion.pipeline_stable_video_diffusion import (
+    StableVideoDiffusionPipelineOutput,
+)
+from diffusers.utils.torch_utils import randn_tensor
+
+from .fusion import check_tiling, fuse
+from .posenet import PoseNet
+
+
+def pose_tensor(pose_frames) -> torch.Tensor:
+    """Pose frames as a float tensor ``(F, 3, H, W)`` in ``[-1, 1]``.
+
+    Accepts a uint8 array/tensor ``(F, H, W, 3)`` (rendered images) or a float tensor
+    ``(F, 3, H, W)`` already in ``[-1, 1]``.
+    """
+    if isinstance(pose_frames, np.ndarray):
+        pose_frames = torch.from_numpy(pose_frames)
+    if not isinstance(pose_frames, torch.Tensor) or pose_frames.ndim != 4:
+        raise ValueError(
+            "pose_frames must be a (F, H, W, 3) uint8 array or a (F, 3, H, W) float tensor, "
+            f"got {type(pose_frames).__name__} of shape {getattr(pose_frames, 'shape', None)}"
+        )
+    if pose_frames.dtype == torch.uint8:
+        if pose_frames.shape[-1] != 3:
+            raise ValueError(
+                f"uint8 pose_frames must be (F, H, W, 3), got {tuple(pose_frames.shape)}"
+            )
+        return pose_frames.permute(0, 3, 1, 2).float() / 127.5 - 1.0
+    if pose_frames.shape[1] != 3:
+        raise ValueError(f"float pose_frames must be (F, 3, H, W), got {tuple(pose_frames.shape)}")
+    return pose_frames.float()
+
+
+class MimicMotionPipeline(StableVideoDiffusionPipeline):
+    """Stable Video Diffusion guided by a pose sequence, of any length (MimicMotion).
+
+    Components: ``vae`` (``AutoencoderKLTemporalDecoder``), ``image_encoder``
+    (``CLIPVisionModelWithProjection``), ``unet`` (:class:`MimicMotionUNet`), ``scheduler``
+    (``EulerDiscreteScheduler``), ``feature_extractor`` (``CLIPImageProcessor``) and
+    ``pose_net`` (:class:`PoseNet`).
+    """
+
+    model_cpu_offload_seq = "image_encoder->pose_net->unet->vae"
+
+    def __init__(self, vae, image_encoder, unet, scheduler, feature_extractor, pose_net: PoseNet):
+        super().__init__(vae, image_encoder, unet, scheduler, feature_extractor)
+        self.register_modules(pose_net=pose_net)
+
+    @torch.no_grad()
+    def __call__(
+        self,
+        image,
+        pose_frames,
+        num_frames: int | None = None,
+        tile_size: int = 16,
+        tile_overlap: int = 4,
+        num_inference_steps: int = 25,
+        guidance_scale: float = 2.0,
+        fps: int = 7,
+        motion_bucket_id: int = 127,
+        noise_aug_strength: float = 0.02,
+        decode_chunk_size: int = 8,
+        generator: torch.Generator | None = None,
+        output_type: str = "pil",
+        callback_on_step_end: Callable | None = None,
+        return_dict: bool = True,
+    ):
+        """Generate ``num_frames`` frames of the reference ``image`` following ``pose_frames``.
+
+        Parameters
+        ----------
+        image : PIL.Image or Tensor (1, 3, H, W) in [0, 1]
+            The reference frame (frame 0 of the output).
+        pose_frames : uint8 array (F, H, W, 3) or float Tensor (F, 3, H, W) in [-1, 1]
+            Rendered poses; frame 0 is the reference pose. ``H`` and ``W`` set the output
+            resolution and must be multiples of the latent factor (8).
+        num_frames : int, optional
+            Defaults to ``F``; must equal it.
+        tile_size, tile_overlap : int
+            Window length and overlap of progressive latent fusion.
+        num_inference_steps, guidance_scale : int, float
+            Euler steps; classifier-free guidance on pose and reference (``> 1`` enables it).
+        fps, motion_bucket_id, noise_aug_strength : SVD micro-conditioning.
+        decode_chunk_size : int
+            Frames the VAE decodes at a time.
+        generator : torch.Generator, optional
+        output_type : {"pil", "np", "pt", "latent"}
+        callback_on_step_end : callable, optional
+            ``f(pipe, step, timestep, {"latents": latents}) -> dict``; a returned
+            ``"latents"`` replaces the latents.
+
+        Returns
+        -------
+        StableVideoDiffusionPipelineOutput or tuple
+        """
+        poses = pose_tensor(pose_frames)
+        n_frames = poses.shape[0] if num_frames is None else num_frames
+        if poses.shape[0] != n_frames:
+            raise ValueError(
+                f"pose_frames has {poses.shape[0]} frames but num_frames is {n_frames}"
+            )
+        height, width = poses.shape[-2:]
+        factor = self.vae_scale_factor
+        if height % factor or width % factor or factor != 8:
+            raise ValueError(
+                f"pose_frames resolution {height}x{width} must be divisible by the latent factor "
+                f"{factor}, which must be 8 (PoseNet downsamples by 8)"
+            )
+        check_tiling(n_frames, tile_size, tile_overlap)
+        if output_type not in ("pil", "np", "pt", "latent"):
+            raise ValueError(f"output_type must be pil, np, pt or latent, got {output_type!r}")
+        if isinstance(image, torch.Tensor):  # one path for tensors and PIL: CLIP resizing
+            image = self.video_processor.numpy_to_pil(self.video_processor.pt_to_numpy(image))[0]
+        device = self._execution_device
+        cfg = guidance_scale > 1.0
+        self._guidance_scale = guidance_scale
+
+        embeds = self._encode_image(image, device, 1, cfg)
+        ref = self.video_processor.preprocess(image, height=height, width=width).to(device)
+        ref = ref + noise_aug_strength * randn_tensor(ref.shape, generator, device, ref.dtype)
+        ref_latents = self._encode_vae_image(ref, device, 1, cfg).to(embeds.dtype)
+        ref_latents = ref_latents.unsqueeze(1).repeat(1, n_frames, 1, 1, 1)
+        time_ids = self._get_add_time_ids(
+            fps - 1, motion_bucket_id, noise_aug_strength, embeds.dtype, 1, 1, cfg
+        ).to(device)
+        self.scheduler.set_timesteps(num_inference_steps, device=device)
+        timesteps = self.scheduler.timesteps
+
+        # one tile of noise, repeated: every window starts from the same noise pattern
+        tile = self.prepare_latents(
+            1, tile_size, self.unet.config.in_channels, height, width, embeds.dtype, device,
+            generator,
+        )  # fmt: skip
+        latents = tile.repeat(1, math.ceil(n_frames / tile_size), 1, 1, 1)[:, :n_frames]
+        pose_latents = self.pose_net(poses.to(device, embeds.dtype))  # (F, C0, h, w)
+
+        def window(idx: list[int], x: torch.Tensor, t) -> torch.Tensor:
+            """Guided noise prediction of the frames ``idx``; batch (uncond, cond) with CFG."""
+            xi = x[:, idx].repeat(2 if cfg else 1, 1, 1, 1, 1)
+            inputs = torch.cat([xi, ref_latents[:, idx]], dim=2)
+            pose = pose_latents[idx]
+            if cfg:  # the unconditional half has no pose, no reference image
+                pose = torch.cat([torch.zeros_like(pose), pose])
+            pred = self.unet(
+                inputs, t, encoder_hidden_states=embeds, added_time_ids=time_ids,
+                pose_latents=pose,
+            ).sample  # fmt: skip
+            if not cfg:
+                return pred
+            uncond, cond = pred.chunk(2)
+            return uncond + guidance_scale * (cond - uncond)
+
+        self._num_timesteps = len(timesteps)
+        with self.progress_bar(total=len(timesteps)) as bar:
+            for i, t in enumerate(timesteps):
+                model_input = self.scheduler.scale_model_input(latents, t)
+                noise_pred = fuse(
+                    lambda idx, x=model_input, t=t: window(idx, x, t),
+                    n_frames, tile_size, tile_overlap,
+                )  # fmt: skip
+                latents = self.scheduler.step(noise_pred, t, latents).prev_sample
+                if callback_on_step_end is not None:
+                    out = callback_on_step_end(self, i, t, {"latents": latents}) or {}
+                    latents = out.get("latents", latents)
+                bar.update()
+
+        if output_type == "latent":
+            frames = latents
+        else:
+            decoded = self.decode_latents(latents.to(self.vae.dtype), n_frames, decode_chunk_size)
+            frames = self.video_processor.postprocess_video(video=decoded, output_type=output_type)
+        self.maybe_free_model_hooks()
+        if not return_dict:
+            return (frames,)
+        return StableVideoDiffusionPipelineOutput(frames=frames)

@@ -1,0 +1,86 @@
+"""MimicMotionPipeline on tiny random components."""
+
+import numpy as np
+import pytest
+import torch
+from diffusers import StableVideoDiffusionPipeline, UNetSpatioTemporalConditionModel
+
+from mimicmotion.pipeline import MimicMotionPipeline
+
+from .conftest import TINY_UNET
+
+
+@pytest.fixture
+def inputs():
+    rng = np.random.default_rng(0)
+    image = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+    poses = rng.integers(0, 255, (12, 64, 64, 3), dtype=np.uint8)
+    return image, poses
+
+
+def _run(pipe, image, poses, **kw):
+    kw = {"num_inference_steps": 2, "output_type": "np", **kw}
+    return pipe(image, poses, generator=torch.Generator().manual_seed(0), **kw).frames
+
+
+def test_output_shape_and_determinism(components, inputs):
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    a = _run(pipe, *inputs, tile_size=8, tile_overlap=2)
+    b = _run(pipe, *inputs, tile_size=8, tile_overlap=2)
+    assert np.asarray(a).shape == (1, 12, 64, 64, 3)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_at_init_one_window_without_guidance_equals_plain_svd(components, inputs):
+    """PoseNet outputs zero at init, so with one window and no guidance the pipeline is
+    Stable Video Diffusion with the same weights, noise and conditioning."""
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    plain_unet = UNetSpatioTemporalConditionModel(**TINY_UNET)
+    plain_unet.load_state_dict(components["unet"].state_dict())
+    svd = StableVideoDiffusionPipeline(
+        components["vae"], components["image_encoder"], plain_unet,
+        components["scheduler"], components["feature_extractor"],
+    )  # fmt: skip
+    svd.set_progress_bar_config(disable=True)
+    image, poses = inputs
+    ours = _run(pipe, image, poses, tile_size=12, tile_overlap=0, guidance_scale=1.0)
+    pil = pipe.video_processor.numpy_to_pil(pipe.video_processor.pt_to_numpy(image))[0]
+    theirs = svd(
+        pil, height=64, width=64, num_frames=12, num_inference_steps=2, min_guidance_scale=1.0,
+        max_guidance_scale=1.0, output_type="np", generator=torch.Generator().manual_seed(0),
+        decode_chunk_size=8,
+    ).frames  # fmt: skip
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_callback_sees_and_can_replace_latents(components, inputs):
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    seen = []
+
+    def callback(p, step, t, tensors):
+        seen.append(step)
+        return {"latents": torch.zeros_like(tensors["latents"])}
+
+    latents = _run(pipe, *inputs, tile_size=8, tile_overlap=2, output_type="latent",
+                   callback_on_step_end=callback)  # fmt: skip
+    assert seen == [0, 1]
+    assert torch.count_nonzero(latents) == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_frames": 10}, "num_frames"),
+        ({"tile_size": 8, "tile_overlap": 8}, "tile_overlap"),
+        ({"output_type": "gif", "tile_size": 8}, "output_type"),
+    ],
+)
+def test_bad_input(components, inputs, kwargs, message):
+    pipe = MimicMotionPipeline(**components)
+    with pytest.raises(ValueError, match=message):
+        _run(pipe, *inputs, **kwargs)
+    with pytest.raises(ValueError, match="divisible"):
+        _run(pipe, inputs[0], inputs[1][:, :60], tile_size=8)
