@@ -57,7 +57,10 @@ def test_rendering_drops_low_confidence_limbs_and_rescaling_is_exact_for_affine_
     np.testing.assert_allclose(out.body[0], ref, atol=1e-12)
     np.testing.assert_allclose(out.hands[2], drive.hands[2] * [0.5, 0.8] + [0.1, 0.05], atol=1e-12)
     with pytest.raises(ValueError, match="body must have shape"):
-        PoseSequence(np.zeros((1, 17, 2)), *(np.zeros(s) for s in [(1, 18), (1, 2, 21, 2), (1, 2, 21), (1, 68, 2), (1, 68)]))
+        PoseSequence(
+            np.zeros((1, 17, 2)),
+            *(np.zeros(s) for s in [(1, 18), (1, 2, 21, 2), (1, 2, 21), (1, 68, 2), (1, 68)]),
+        )
 
 
 def test_training_step_runs_on_cpu_and_trains_posenet_and_unet():
@@ -71,8 +74,17 @@ def test_training_step_runs_on_cpu_and_trains_posenet_and_unet():
     poses = torch.rand(b * f, 3, 64, 64) * 2 - 1
     before = pose_net.final_proj.weight.detach().clone()
     losses = [
-        training_step(unet, pose_net, latents, ref, embeds, ids, poses, opt,
-                      generator=torch.Generator().manual_seed(i))  # fmt: skip
+        training_step(
+            unet,
+            pose_net,
+            latents,
+            ref,
+            embeds,
+            ids,
+            poses,
+            opt,
+            generator=torch.Generator().manual_seed(i),
+        )  # fmt: skip
         for i in range(3)
     ]
     assert all(np.isfinite(losses))

@@ -26,9 +26,7 @@ BODY_COLOURS = (
     (0, 255, 0), (0, 255, 85), (0, 255, 170), (0, 255, 255), (0, 170, 255), (0, 85, 255),
     (0, 0, 255), (85, 0, 255), (170, 0, 255), (255, 0, 255), (255, 0, 170), (255, 0, 85),
 )  # fmt: skip
-HAND_EDGES = tuple(
-    (0 if j == 0 else 4 * f + j, 4 * f + j + 1) for f in range(5) for j in range(4)
-)
+HAND_EDGES = tuple((0 if j == 0 else 4 * f + j, 4 * f + j + 1) for f in range(5) for j in range(4))
 HAND_COLOURS = tuple(
     tuple(int(255 * c) for c in colorsys.hsv_to_rgb(i / len(HAND_EDGES), 1.0, 1.0))
     for i in range(len(HAND_EDGES))
@@ -98,7 +96,9 @@ def render_frame(
     for k in range(18):
         if score[k] >= threshold:
             x, y = body[k]
-            draw.ellipse([x - stick, y - stick, x + stick, y + stick], _scaled(BODY_COLOURS[k], score[k]))
+            draw.ellipse(
+                [x - stick, y - stick, x + stick, y + stick], _scaled(BODY_COLOURS[k], score[k])
+            )
     for h in range(2):
         pts, sc = poses.hands[index, h] * size, poses.hand_scores[index, h]
         for (a, b), colour in zip(HAND_EDGES, HAND_COLOURS, strict=True):

@@ -51,7 +51,7 @@ class PoseNet(ModelMixin, ConfigMixin):
         self.final_proj = nn.Conv2d(128, out_channels, kernel_size=1)
         nn.init.zeros_(self.final_proj.weight)
         nn.init.zeros_(self.final_proj.bias)
-        self.scale = nn.Parameter(torch.tensor(2.0))
+        self.scale = nn.Parameter(torch.full((1,), 2.0))  # shape (1,) as in the official checkpoint
 
     def forward(self, pose: torch.Tensor) -> torch.Tensor:
         if pose.ndim != 4 or pose.shape[-1] % 8 or pose.shape[-2] % 8:

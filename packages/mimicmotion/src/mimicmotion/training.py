@@ -19,7 +19,9 @@ def region_mask(
     """
     if not 0.0 <= threshold <= 1.0 or radius <= 0:
         raise ValueError(f"need threshold in [0, 1] and radius > 0, got {threshold}, {radius}")
-    ys, xs = np.meshgrid((np.arange(height) + 0.5) / height, (np.arange(width) + 0.5) / width, indexing="ij")
+    ys, xs = np.meshgrid(
+        (np.arange(height) + 0.5) / height, (np.arange(width) + 0.5) / width, indexing="ij"
+    )
     masks = np.zeros((len(poses), 1, height, width), dtype=np.float32)
     scale = np.array([width, height]) / min(height, width)
     for f in range(len(poses)):
@@ -48,7 +50,9 @@ def regional_loss(
     return (err * (1 + (factor - 1) * mask)).mean()
 
 
-def edm_sigmas(batch: int, generator: torch.Generator | None = None, mean: float = 0.7, std: float = 1.6):
+def edm_sigmas(
+    batch: int, generator: torch.Generator | None = None, mean: float = 0.7, std: float = 1.6
+):
     """Noise levels for SVD fine-tuning: ``log sigma ~ N(mean, std)``."""
     return torch.exp(mean + std * torch.randn(batch, generator=generator))
 

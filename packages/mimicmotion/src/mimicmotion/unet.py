@@ -5,6 +5,10 @@ from __future__ import annotations
 import torch
 from diffusers import UNetSpatioTemporalConditionModel
 
+# DiffusionPipeline.from_pretrained resolves a component's loader by looking for base classes
+# such as ModelMixin in the module recorded in model_index.json (this one)
+from diffusers.models.modeling_utils import ModelMixin  # noqa: F401
+
 
 class MimicMotionUNet(UNetSpatioTemporalConditionModel):
     """diffusers' ``UNetSpatioTemporalConditionModel`` that adds pose features to the output
@@ -16,21 +20,6 @@ class MimicMotionUNet(UNetSpatioTemporalConditionModel):
     output for every frame); without it the model is exactly the parent.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._pose_latents: torch.Tensor | None = None
-        self.conv_in.register_forward_hook(self._add_pose)
-
-    def _add_pose(self, module, inputs, output):
-        if self._pose_latents is None:
-            return output
-        if self._pose_latents.shape != output.shape:
-            raise ValueError(
-                f"pose_latents must have shape {tuple(output.shape)} (batch*frames, "
-                f"block_out_channels[0], h, w), got {tuple(self._pose_latents.shape)}"
-            )
-        return output + self._pose_latents.to(output.dtype)
-
     def forward(
         self,
         sample: torch.Tensor,
@@ -40,10 +29,23 @@ class MimicMotionUNet(UNetSpatioTemporalConditionModel):
         pose_latents: torch.Tensor | None = None,
         return_dict: bool = True,
     ):
-        self._pose_latents = pose_latents
+        if pose_latents is None:
+            return super().forward(
+                sample, timestep, encoder_hidden_states, added_time_ids, return_dict=return_dict
+            )
+
+        def add_pose(module, inputs, output):
+            if pose_latents.shape != output.shape:
+                raise ValueError(
+                    f"pose_latents must have shape {tuple(output.shape)} (batch*frames, "
+                    f"block_out_channels[0], h, w), got {tuple(pose_latents.shape)}"
+                )
+            return output + pose_latents.to(output.dtype)
+
+        handle = self.conv_in.register_forward_hook(add_pose)
         try:
             return super().forward(
                 sample, timestep, encoder_hidden_states, added_time_ids, return_dict=return_dict
             )
         finally:
-            self._pose_latents = None
+            handle.remove()

@@ -1,0 +1,81 @@
+"""Loading real weights: SVD + the official MimicMotion checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from diffusers import AutoencoderKLTemporalDecoder, EulerDiscreteScheduler
+from safetensors.torch import load_file
+from transformers import CLIPImageProcessor, CLIPVisionModelWithProjection
+
+from .pipeline import MimicMotionPipeline
+from .posenet import PoseNet
+from .unet import MimicMotionUNet
+
+
+def convert_official_checkpoint(
+    state_dict: dict[str, torch.Tensor],
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Split the official MimicMotion state dict into UNet and PoseNet state dicts.
+
+    The official checkpoint (``MimicMotion_1-1.pth``) holds the whole wrapper model: keys
+    ``unet.*`` and ``pose_net.*`` (plus, in some versions, ``vae.*`` / ``image_encoder.*``
+    that equal SVD's and are ignored here). Parameter names under those prefixes match
+    :class:`MimicMotionUNet` (diffusers' SVD UNet) and :class:`PoseNet`.
+    """
+    unet = {k.removeprefix("unet."): v for k, v in state_dict.items() if k.startswith("unet.")}
+    pose = {
+        k.removeprefix("pose_net."): v for k, v in state_dict.items() if k.startswith("pose_net.")
+    }
+    if not pose:
+        raise ValueError(
+            "state_dict has no 'pose_net.*' keys: not a MimicMotion checkpoint "
+            f"(first keys: {list(state_dict)[:5]})"
+        )
+    return unet, pose
+
+
+def read_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
+    """A ``.safetensors`` file, or a ``.pth``/``.pt``/``.ckpt`` read with ``weights_only=True``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    if path.suffix == ".safetensors":
+        return load_file(path)
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return state.get("state_dict", state) if isinstance(state, dict) else state
+
+
+def load_mimicmotion(
+    svd_path: str | Path,
+    mimicmotion_checkpoint: str | Path,
+    torch_dtype: torch.dtype = torch.float32,
+) -> MimicMotionPipeline:
+    """Build the pipeline from a local Stable Video Diffusion folder (diffusers layout, e.g.
+    ``stable-video-diffusion-img2vid-xt-1-1``) and the official MimicMotion checkpoint.
+
+    The UNet and PoseNet weights of the checkpoint are loaded over SVD's (the UNet with
+    ``strict=False``, as upstream: the checkpoint may omit unchanged tensors).
+    """
+    svd_path = Path(svd_path)
+    kw = {"torch_dtype": torch_dtype}
+    unet = MimicMotionUNet.from_pretrained(svd_path, subfolder="unet", **kw)
+    unet_sd, pose_sd = convert_official_checkpoint(read_checkpoint(mimicmotion_checkpoint))
+    missing, unexpected = unet.load_state_dict(unet_sd, strict=False)
+    if unexpected:
+        raise ValueError(f"checkpoint has UNet keys the SVD UNet lacks: {unexpected[:5]}")
+    pose_net = PoseNet(out_channels=unet.config.block_out_channels[0])
+    pose_net.load_state_dict(pose_sd)
+    return MimicMotionPipeline(
+        vae=AutoencoderKLTemporalDecoder.from_pretrained(svd_path, subfolder="vae", **kw),
+        image_encoder=CLIPVisionModelWithProjection.from_pretrained(
+            svd_path, subfolder="image_encoder", **kw
+        ),
+        unet=unet,
+        scheduler=EulerDiscreteScheduler.from_pretrained(svd_path, subfolder="scheduler"),
+        feature_extractor=CLIPImageProcessor.from_pretrained(
+            svd_path, subfolder="feature_extractor"
+        ),
+        pose_net=pose_net.to(torch_dtype),
+    )
