@@ -84,7 +84,7 @@ def test_training_step_runs_on_cpu_and_trains_posenet_and_unet():
             poses,
             opt,
             generator=torch.Generator().manual_seed(i),
-        )  # fmt: skip
+        )
         for i in range(3)
     ]
     assert all(np.isfinite(losses))
@@ -95,5 +95,5 @@ def test_write_video(tmp_path):
     frames = np.random.default_rng(0).random((4, 16, 16, 3))
     write_video(frames, tmp_path / "v.gif")
     assert (tmp_path / "v.gif").stat().st_size > 0
-    with pytest.raises(ValueError, match="gif or .mp4"):
+    with pytest.raises(ValueError, match=r"gif or \.mp4"):
         write_video(frames, tmp_path / "v.avi")

@@ -62,7 +62,7 @@ def load_mimicmotion(
     kw = {"torch_dtype": torch_dtype}
     unet = MimicMotionUNet.from_pretrained(svd_path, subfolder="unet", **kw)
     unet_sd, pose_sd = convert_official_checkpoint(read_checkpoint(mimicmotion_checkpoint))
-    missing, unexpected = unet.load_state_dict(unet_sd, strict=False)
+    _missing, unexpected = unet.load_state_dict(unet_sd, strict=False)
     if unexpected:
         raise ValueError(f"checkpoint has UNet keys the SVD UNet lacks: {unexpected[:5]}")
     pose_net = PoseNet(out_channels=unet.config.block_out_channels[0])

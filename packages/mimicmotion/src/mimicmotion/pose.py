@@ -77,7 +77,7 @@ class PoseSequence:
 
 
 def _scaled(colour, factor: float) -> tuple[int, int, int]:
-    return tuple(int(round(c * factor)) for c in colour)
+    return tuple(round(c * factor) for c in colour)
 
 
 def render_frame(

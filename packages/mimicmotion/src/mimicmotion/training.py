@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .pose import PoseSequence
 
