@@ -66,7 +66,12 @@ def test_one_window_fusion_equals_a_single_pass_and_constants_survive():
 
 @pytest.mark.parametrize(
     ("n", "tile", "overlap", "message"),
-    [(16, 16, 16, "tile_overlap"), (8, 16, 4, "num_frames"), (16, 1, 0, "tile_size")],
+    [
+        (16, 16, 16, "tile_overlap"),
+        (32, 16, 0, "tile_overlap"),
+        (8, 16, 4, "num_frames"),
+        (16, 1, 0, "tile_size"),
+    ],
 )
 def test_bad_tiling(n, tile, overlap, message):
     with pytest.raises(ValueError, match=message):

@@ -1,13 +1,21 @@
-"""What mimicmotion tells the icml25 CLI."""
+"""What mimicmotion tells the icml25 CLI (imported without the heavy dependencies)."""
 
 from icml25_core import Method
 
 METHOD = Method(
     name="mimicmotion",
     title="MimicMotion: High-Quality Human Motion Video Generation with Confidence-aware Pose Guidance",
-    authors=(),
+    authors=(
+        "Yuang Zhang",
+        "Jiaxi Gu",
+        "Li-Wen Wang",
+        "Han Wang",
+        "Junqi Cheng",
+        "Yuefeng Zhu",
+        "Fangyuan Zou",
+    ),
     venue="ICML 2025",
     url="https://arxiv.org/abs/2406.19680",
-    summary="planned",
-    experiments={"claim": "mimicmotion.experiments:CLAIM"},
+    summary="pose-guided video diffusion of any length with confidence-aware pose guidance",
+    experiments={"long-video": "mimicmotion.experiments:LONG_VIDEO"},
 )

@@ -3,7 +3,8 @@
 A video of ``num_frames`` frames is denoised in windows of ``tile_size`` frames. Window
 ``i`` is ``[0, s+1, ..., s+tile_size-1]`` for ``s`` in ``range(0, num_frames - tile_size + 1,
 tile_size - tile_overlap)``, plus a last window ending at the final frame: frame 0 (the
-reference) is in every window. Per step, each window's prediction is weighted by a
+reference) is in every window, and consecutive windows share ``tile_overlap - 1`` other
+frames (``tile_overlap = 1``: independent windows). Per step, each window's prediction is weighted by a
 triangle over its positions, ``w_k = min((k + 0.5) 2 / T, 2 - (k + 0.5) 2 / T)``, and the
 weighted predictions are divided by the summed weights.
 """
@@ -19,9 +20,11 @@ def check_tiling(num_frames: int, tile_size: int, tile_overlap: int) -> None:
     """Raise a clear ``ValueError`` for an impossible tiling."""
     if tile_size < 2:
         raise ValueError(f"tile_size must be >= 2, got {tile_size}")
-    if not 0 <= tile_overlap < tile_size:
+    if not 1 <= tile_overlap < tile_size:
         raise ValueError(
-            f"tile_overlap must be in [0, tile_size) = [0, {tile_size}), got {tile_overlap}"
+            f"tile_overlap must be in [1, tile_size) = [1, {tile_size}), got {tile_overlap} "
+            "(a window holds frame 0 and tile_size - 1 new frames, so windows share "
+            "tile_overlap - 1 frames besides frame 0)"
         )
     if num_frames < tile_size:
         raise ValueError(f"num_frames ({num_frames}) must be >= tile_size ({tile_size})")
