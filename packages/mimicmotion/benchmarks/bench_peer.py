@@ -19,7 +19,7 @@ from icml25_core import BenchReport, compare, loglog_slope, make_report
 from mimicmotion import MimicMotionPipeline
 from mimicmotion.components import TINY_UNET, tiny_components
 
-SIZE, STEPS = 64, 2
+SIZE, STEPS = 128, 2
 
 
 def run(smoke: bool = False) -> BenchReport:
