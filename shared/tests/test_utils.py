@@ -106,3 +106,14 @@ def test_line_panels_draws_bands(tmp_path):
         line_panels(
             {"a": [{"x": [1], "lo": [0], "hi": [1]}]}, tmp_path / "q.png", xlabel="", ylabel=""
         )
+
+
+def test_grouped_bars_draws_and_checks_lengths(tmp_path):
+    from icml25_core import grouped_bars
+
+    path = grouped_bars(
+        {"a": [0.1, 0.5], "b": [0.3, 0.2]}, ["g1", "g2"], tmp_path / "bars.png", ylabel="acc"
+    )
+    assert path.stat().st_size > 0
+    with pytest.raises(ValueError, match="one per group"):
+        grouped_bars({"a": [0.1]}, ["g1", "g2"], tmp_path / "x.png", ylabel="acc")

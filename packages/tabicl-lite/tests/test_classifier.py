@@ -164,3 +164,22 @@ def test_dataframe_with_named_categorical_columns(tiny_model_path, data):
     assert proba.shape == (40, 4) and np.isfinite(proba).all()
     with pytest.raises(ValueError, match="not a column"):
         TabICLClassifier(categorical_features=["shape"], model_path=tiny_model_path).fit(frame, y)
+
+
+def test_normalizer_treats_training_and_test_rows_alike():
+    """Passthrough decided on the training rows applies to test rows too; other columns are
+    the fitted transform, row by row."""
+    from sklearn.preprocessing import PowerTransformer
+
+    from tabicl_lite.preprocessing import Normalizer
+
+    rng = np.random.default_rng(0)
+    X = rng.lognormal(size=(50, 3))
+    norm = Normalizer("power").fit(X)
+    assert not norm.passthrough_.any()
+    expected = PowerTransformer().fit(X).transform(X[:5])
+    np.testing.assert_allclose(norm.transform(X[:5]), expected)
+    np.testing.assert_array_equal(norm.transform(X[:5])[2], norm.transform(X[2:3])[0])
+    norm.passthrough_ = np.array([False, True, False])
+    out = norm.transform(X[:5])
+    np.testing.assert_array_equal(out[:, 1], X[:5, 1])

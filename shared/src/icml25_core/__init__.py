@@ -15,6 +15,7 @@ from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, loa
 from .progress import make_progress, track
 from .report import (
     format_value,
+    grouped_bars,
     line_panels,
     markdown_table,
     render_result,
@@ -46,6 +47,7 @@ __all__ = [
     "environment",
     "format_value",
     "get_method",
+    "grouped_bars",
     "line_panels",
     "load_object",
     "loglog_slope",

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -178,6 +179,59 @@ def line_panels(
             ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def grouped_bars(
+    values: Mapping[str, Sequence[float]],
+    groups: Sequence[str],
+    path: str | Path,
+    *,
+    ylabel: str,
+    ylim: tuple[float, float] | None = None,
+    hline: float | None = None,
+) -> Path:
+    """Draw one group of bars per entry of ``groups``, one bar per series, into a PNG.
+
+    Parameters
+    ----------
+    values : mapping of str to sequence of float
+        Series label (e.g. a method) -> one value per group.
+    groups : sequence of str
+        Group labels along the x axis (e.g. settings or datasets).
+    path : path
+        The PNG to write.
+    ylabel : str
+    ylim : (float, float), optional
+    hline : float, optional
+        A dashed reference line (e.g. chance level).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    for label, vals in values.items():
+        if len(vals) != len(groups):
+            raise ValueError(
+                f"values[{label!r}] has {len(vals)} entries, expected one per group ({len(groups)})"
+            )
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(groups)), 3.5))
+    width = 0.8 / max(len(values), 1)
+    x = np.arange(len(groups))
+    for i, (label, vals) in enumerate(values.items()):
+        ax.bar(x + i * width, vals, width, label=label)
+    ax.set_xticks(x + 0.4 - width / 2)
+    tilt = len(groups) > 4
+    ax.set_xticklabels(
+        groups, rotation=30 if tilt else 0, ha="right" if tilt else "center", fontsize=8
+    )
+    if hline is not None:
+        ax.axhline(hline, color="0.5", ls="--", lw=0.8)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, ncol=min(len(values), 4))
     return save_figure(fig, path)
 
 

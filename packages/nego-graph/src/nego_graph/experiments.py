@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch_geometric.loader import DataLoader
 
-from icml25_core import Experiment, Row, Verdict, mean_metric, save_figure
+from icml25_core import Experiment, Row, Verdict, grouped_bars, mean_metric
 
 from .datasets import N_FEATURES, SpuriousMotif
 from .models import ERM, GSAT, IRM, NeGo, VREx
@@ -120,24 +120,12 @@ def _judge(rows: list[Row]) -> Verdict:
 
 
 def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     settings = list(dict.fromkeys((r.setting["bias"], r.setting["shift"]) for r in rows))
     methods = list(dict.fromkeys(r.method for r in rows))
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    width = 0.8 / len(methods)
-    for i, m in enumerate(methods):
-        means = [_mean(rows, m, s) for s in settings]
-        ax.bar(np.arange(len(settings)) + i * width, means, width, label=m)
-    ax.set_xticks(np.arange(len(settings)) + 0.4 - width / 2)
-    ax.set_xticklabels([f"bias {b} {s}" for b, s in settings])
-    ax.axhline(1 / 3, color="0.5", ls="--", lw=0.8)
-    ax.set_ylabel("OOD test accuracy")
-    ax.legend(fontsize=7, ncol=3)
-    return [save_figure(fig, out_dir / "accuracy.png")]
+    values = {m: [_mean(rows, m, s) for s in settings] for m in methods}
+    groups = [f"bias {b} {s}" for b, s in settings]
+    path = out_dir / "accuracy.png"
+    return [grouped_bars(values, groups, path, ylabel="OOD test accuracy", hline=1 / 3)]
 
 
 SEVERE_SHIFT = Experiment(

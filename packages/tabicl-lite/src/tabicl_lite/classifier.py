@@ -88,6 +88,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     model_ : TabICL
     members_ : list of Member
+    train_views_ : ndarray, shape (n_estimators, n_samples, n_features)
+        The training table as each member sees it (clipped, normalized, reordered).
     """
 
     def __init__(
@@ -245,7 +247,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         self.clipper_ = OutlierClipper(self.outlier_threshold).fit(Xf)
         clipped = self.clipper_.transform(Xf)
         self.normalizers_ = {m: Normalizer(m).fit(clipped) for m in set(self.norm_methods)}
-        self.X_train_ = Xf
+        self.train_views_ = self._views(Xf)
         self.y_train_ = encoder.transform(y)
         return self
 
@@ -272,7 +274,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         Xf, _ = self._encode(X, reset=False)
         device = next(self.model_.parameters()).device
-        train = torch.from_numpy(self._views(self.X_train_)).to(device)
+        train = torch.from_numpy(self.train_views_).to(device)
         test = torch.from_numpy(self._views(Xf)).to(device)
         n_classes = self.classes_.size
         y = self.y_train_

@@ -25,7 +25,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from icml25_core import Experiment, Row, Verdict, mean_metric, save_figure
+from icml25_core import Experiment, Row, Verdict, grouped_bars, mean_metric
 
 from .classifier import TabICLClassifier
 from .prior import PriorConfig, sample_table
@@ -149,25 +149,12 @@ def _judge(rows: list[Row]) -> Verdict:
 
 
 def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     tables = list(dict.fromkeys(r.setting["table"] for r in rows))
-    methods = (METHOD, *BASELINES)
-    fig, ax = plt.subplots(figsize=(max(6, len(tables) * 0.9), 3.5))
-    width = 0.8 / len(methods)
-    for i, m in enumerate(methods):
-        vals = [mean_metric(rows, "accuracy", m, table=t) for t in tables]
-        ax.bar(np.arange(len(tables)) + i * width, vals, width, label=m)
-    ax.set_xticks(np.arange(len(tables)) + 0.4 - width / 2)
-    ax.set_xticklabels(tables, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("5-fold CV accuracy")
-    ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7, ncol=4)
-    fig.tight_layout()
-    return [save_figure(fig, out_dir / "accuracy.png")]
+    values = {
+        m: [mean_metric(rows, "accuracy", m, table=t) for t in tables] for m in (METHOD, *BASELINES)
+    }
+    path = out_dir / "accuracy.png"
+    return [grouped_bars(values, tables, path, ylabel="5-fold CV accuracy", ylim=(0, 1.02))]
 
 
 SMALL_TABLES = Experiment(

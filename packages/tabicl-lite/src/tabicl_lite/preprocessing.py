@@ -58,19 +58,29 @@ class Normalizer:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # constant columns, overflow in lambda search
             self.transformer_.fit(X)
+            Z = self.transformer_.transform(X)
+        # a Yeo-Johnson lambda can overflow on the training values themselves: such columns
+        # are passed through unchanged, for training and test rows alike
+        self.passthrough_ = (~np.isfinite(Z) & ~np.isnan(X)).any(axis=0)
+        Z = np.where(self.passthrough_ | np.isnan(Z), np.nan, Z)
+        self.low_, self.high_ = (
+            np.nanmin(Z, axis=0, initial=np.inf),
+            np.nanmax(Z, axis=0, initial=-np.inf),
+        )
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
+        """Transform rows; a test value beyond what the training rows overflowed to is
+        clipped to the training rows' transformed range."""
         if self.transformer_ is None:
             return X
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             Z = self.transformer_.transform(X)
-        # a Yeo-Johnson lambda can overflow on extreme values: fall back to the raw column
-        bad = ~np.isfinite(Z) & ~np.isnan(X)
-        if bad.any():
-            Z = np.where(bad.any(axis=0), X, Z)
-        return Z
+        overflow = ~np.isfinite(Z) & ~np.isnan(X)
+        if overflow.any():
+            Z = np.where(overflow, np.where(Z > 0, self.high_, self.low_), Z)
+        return np.where(self.passthrough_, X, Z)
 
 
 @dataclass(frozen=True)
