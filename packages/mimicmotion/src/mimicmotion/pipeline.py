@@ -17,8 +17,8 @@ from .fusion import check_tiling, fuse
 from .posenet import PoseNet
 
 
-def pose_tensor(pose_frames) -> torch.Tensor:
-    """Pose frames as a float tensor ``(F, 3, H, W)`` in ``[-1, 1]``.
+def check_pose_frames(pose_frames) -> torch.Tensor:
+    """``pose_frames`` as a tensor in its own layout and dtype, or a clear ``ValueError``.
 
     Accepts a uint8 array/tensor ``(F, H, W, 3)`` (rendered images) or a float tensor
     ``(F, 3, H, W)`` already in ``[-1, 1]``.
@@ -30,14 +30,18 @@ def pose_tensor(pose_frames) -> torch.Tensor:
             "pose_frames must be a (F, H, W, 3) uint8 array or a (F, 3, H, W) float tensor, "
             f"got {type(pose_frames).__name__} of shape {getattr(pose_frames, 'shape', None)}"
         )
-    if pose_frames.dtype == torch.uint8:
-        if pose_frames.shape[-1] != 3:
-            raise ValueError(
-                f"uint8 pose_frames must be (F, H, W, 3), got {tuple(pose_frames.shape)}"
-            )
-        return pose_frames.permute(0, 3, 1, 2).float() / 127.5 - 1.0
-    if pose_frames.shape[1] != 3:
+    if pose_frames.dtype == torch.uint8 and pose_frames.shape[-1] != 3:
+        raise ValueError(f"uint8 pose_frames must be (F, H, W, 3), got {tuple(pose_frames.shape)}")
+    if pose_frames.dtype != torch.uint8 and pose_frames.shape[1] != 3:
         raise ValueError(f"float pose_frames must be (F, 3, H, W), got {tuple(pose_frames.shape)}")
+    return pose_frames
+
+
+def pose_tensor(pose_frames) -> torch.Tensor:
+    """Pose frames (see :func:`check_pose_frames`) as floats ``(F, 3, H, W)`` in ``[-1, 1]``."""
+    pose_frames = check_pose_frames(pose_frames)
+    if pose_frames.dtype == torch.uint8:
+        return pose_frames.permute(0, 3, 1, 2).float() / 127.5 - 1.0
     return pose_frames.float()
 
 
@@ -103,13 +107,14 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         -------
         StableVideoDiffusionPipelineOutput or tuple
         """
-        poses = pose_tensor(pose_frames)
-        n_frames = poses.shape[0] if num_frames is None else num_frames
-        if poses.shape[0] != n_frames:
+        pose_frames = check_pose_frames(pose_frames)  # converted to floats window by window
+        pose_shape = pose_tensor(pose_frames[:1]).shape
+        n_frames = pose_frames.shape[0] if num_frames is None else num_frames
+        if pose_frames.shape[0] != n_frames:
             raise ValueError(
-                f"pose_frames has {poses.shape[0]} frames but num_frames is {n_frames}"
+                f"pose_frames has {pose_frames.shape[0]} frames but num_frames is {n_frames}"
             )
-        height, width = poses.shape[-2:]
+        height, width = pose_shape[-2:]
         factor = self.vae_scale_factor
         if height % factor or width % factor or factor != 8:
             raise ValueError(
@@ -129,7 +134,7 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         ref = self.video_processor.preprocess(image, height=height, width=width).to(device)
         ref = ref + noise_aug_strength * randn_tensor(ref.shape, generator, device, ref.dtype)
         ref_latents = self._encode_vae_image(ref, device, 1, cfg).to(embeds.dtype)
-        ref_latents = ref_latents.unsqueeze(1).repeat(1, n_frames, 1, 1, 1)
+        ref_latents = ref_latents.unsqueeze(1).expand(-1, n_frames, -1, -1, -1)
         time_ids = self._get_add_time_ids(
             fps - 1, motion_bucket_id, noise_aug_strength, embeds.dtype, 1, 1, cfg
         ).to(device)
@@ -142,13 +147,14 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
             generator,
         )  # fmt: skip
         latents = tile.repeat(1, math.ceil(n_frames / tile_size), 1, 1, 1)[:, :n_frames]
-        pose_latents = self.pose_net(poses.to(device, embeds.dtype))  # (F, C0, h, w)
 
         def window(idx: list[int], x: torch.Tensor, t) -> torch.Tensor:
             """Guided noise prediction of the frames ``idx``; batch (uncond, cond) with CFG."""
             xi = x[:, idx].repeat(2 if cfg else 1, 1, 1, 1, 1)
             inputs = torch.cat([xi, ref_latents[:, idx]], dim=2)
-            pose = pose_latents[idx]
+            # PoseNet per window: memory stays O(tile) in the frame count (the pose latents
+            # of a whole video would hold block_out_channels[0] channels per frame)
+            pose = self.pose_net(pose_tensor(pose_frames[idx]).to(device, embeds.dtype))
             if cfg:  # the unconditional half has no pose, no reference image
                 pose = torch.cat([torch.zeros_like(pose), pose])
             pred = self.unet(
