@@ -5,6 +5,7 @@ import pytest
 import torch
 from diffusers import StableVideoDiffusionPipeline, UNetSpatioTemporalConditionModel
 
+from mimicmotion.fusion import windows
 from mimicmotion.pipeline import MimicMotionPipeline
 
 from .conftest import TINY_UNET
@@ -84,3 +85,24 @@ def test_bad_input(components, inputs, kwargs, message):
         _run(pipe, *inputs, **kwargs)
     with pytest.raises(ValueError, match="divisible"):
         _run(pipe, inputs[0], inputs[1][:, :60], tile_size=8)
+
+
+def test_unet_and_posenet_only_ever_see_one_window(components):
+    """The long-video claim's mechanism: the per-call working set is O(tile), not O(F)."""
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    seen = {"unet": [], "pose_net": []}
+    pipe.unet.register_forward_pre_hook(lambda m, a: seen["unet"].append(a[0].shape[:2]))
+    pipe.pose_net.register_forward_pre_hook(lambda m, a: seen["pose_net"].append(a[0].shape[0]))
+    rng = np.random.default_rng(0)
+    poses = rng.integers(0, 255, (40, 32, 32, 3), dtype=np.uint8)
+    image = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    latents = pipe(
+        image, poses, tile_size=8, tile_overlap=2, num_inference_steps=2, output_type="latent",
+        generator=torch.Generator().manual_seed(0),
+    ).frames  # fmt: skip
+    assert latents.shape == (1, 40, 4, 4, 4)
+    n_windows = len(windows(40, 8, 2))  # 7
+    assert set(seen["unet"]) == {(2, 8)}  # (uncond + cond) x one window of 8 frames
+    assert len(seen["unet"]) == 2 * n_windows
+    assert set(seen["pose_net"]) == {8} and len(seen["pose_net"]) == 2 * n_windows
