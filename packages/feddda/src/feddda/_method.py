@@ -4,10 +4,13 @@ from icml25_core import Method
 
 METHOD = Method(
     name="feddda",
-    title="Federated Disentangled Tuning with Textual Prior Decoupling and Visual Dynamic Adaptation",
-    authors=(),
+    title=(
+        "Federated Disentangled Tuning with Textual Prior Decoupling and Visual Dynamic "
+        "Adaptation"
+    ),
+    authors=("Yihao Yang", "Wenke Huang", "Guancheng Wan", "Bin Yang", "Mang Ye"),
     venue="ICML 2025",
     url="https://proceedings.mlr.press/v267/",
-    summary="planned",
-    experiments={"claim": "feddda.experiments:CLAIM"},
+    summary="federated prompt tuning of CLIP with shared/personal prompts, adapters and gate (in progress)",
+    experiments={"personalized-fpl": "feddda.experiments:PERSONALIZED_FPL"},
 )
