@@ -117,3 +117,11 @@ def test_grouped_bars_draws_and_checks_lengths(tmp_path):
     assert path.stat().st_size > 0
     with pytest.raises(ValueError, match="one per group"):
         grouped_bars({"a": [0.1]}, ["g1", "g2"], tmp_path / "x.png", ylabel="acc")
+
+
+def test_cache_dir_honours_the_environment(tmp_path, monkeypatch):
+    from icml25_core import cache_dir
+
+    monkeypatch.setenv("ICML25_CACHE", str(tmp_path))
+    path = cache_dir("method", "model")
+    assert path == tmp_path / "method" / "model" and path.is_dir()

@@ -55,7 +55,7 @@ def test_samplers_and_statistics():
     assert torch.equal(self_generate(model, tok, 4, 12, seed=0), g)
     stats = expert_balance(model, r)
     assert stats["counts"].shape == (2, 4) and int(stats["counts"].sum()) == 2 * 4 * 12 * 2
-    assert 0 <= stats["mean_std"] and 0 <= stats["coverage"] <= 1
+    assert stats["mean_std"] >= 0 and 0 <= stats["coverage"] <= 1
     with pytest.raises(ValueError, match="seq_len"):
         ebss(model, tok, 2, 2)
     with pytest.raises(ValueError, match="tau"):

@@ -23,7 +23,9 @@ def test_adapter_routing_equals_the_architectures_router():
         router = m.model.layers[0].mlp.gate
         x = torch.randn(10, 64, generator=torch.Generator().manual_seed(0))
         _, weights, indices = router(x)
-        w2, i2 = ADAPTERS[m.config.model_type].route(m.config, torch.nn.functional.linear(x, router.weight))
+        w2, i2 = ADAPTERS[m.config.model_type].route(
+            m.config, torch.nn.functional.linear(x, router.weight)
+        )
         assert torch.equal(indices, i2)
         torch.testing.assert_close(weights, w2)
 
@@ -38,7 +40,9 @@ def test_packed_model_computes_what_the_fake_quantized_model_computes(model, cal
     fake = copy.deepcopy(model)
     for layer, ql in zip(fake.model.layers, q.model.layers, strict=True):
         for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            getattr(layer.self_attn, name).weight.data = getattr(ql.self_attn, name).weight_q.dequantize()
+            getattr(layer.self_attn, name).weight.data = getattr(
+                ql.self_attn, name
+            ).weight_q.dequantize()
         layer.mlp.gate.weight.data = ql.mlp.gate.weight_q.dequantize()
         for e in range(4):
             layer.mlp.experts.gate_up_proj.data[e] = ql.mlp.experts.gate_up_q.dequantize(e)
@@ -66,7 +70,10 @@ def test_gptq_reconstruction_error_is_below_rtn(model, calibration):
     _, log_g = quantize(copy.deepcopy(model), calibration, "gptq", 3, 16, log=True)
     q_rtn = copy.deepcopy(model)
     _, log_r = quantize(q_rtn, calibration, "rtn", 3, 16, log=True)
-    total = {k: sum(v["error"] for v in log["errors"].values()) for k, log in (("g", log_g), ("r", log_r))}
+    total = {
+        k: sum(v["error"] for v in log["errors"].values())
+        for k, log in (("g", log_g), ("r", log_r))
+    }
     assert total["g"] < 0.8 * total["r"]
     assert set(log_g["expert_counts"]) == {0, 1}
     assert all(sum(c) == 8 * 24 * 2 for c in log_g["expert_counts"].values())  # top-2 slots

@@ -7,6 +7,7 @@ device choice, input validation and the ``icml25`` command line.
 from importlib.metadata import version as _version
 
 from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_report
+from .cache import cache_dir
 from .device import select_device
 from .environment import environment
 from .examples import run_markdown_python
@@ -39,6 +40,7 @@ __all__ = [
     "Timing",
     "Verdict",
     "__version__",
+    "cache_dir",
     "check_array",
     "check_choice",
     "check_scalar",

@@ -5,7 +5,10 @@ ICML 2025): expert-balanced self-sampling (EBSS) for calibration and affinity-gu
 from importlib.metadata import version as _version
 
 from .adapters import ADAPTERS, MoEAdapter, register_adapter
+from .calibration import ebss, expert_balance, random_tokens, routing_counts, self_generate
+from .evaluation import perplexity
 from .gptq import Hessian, gptq, reconstruction_error
+from .io import load_quantized, save_quantized
 from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
 from .quantize import QuantConfig, quantize
 from .quantizer import QuantizedWeight, pack, rtn, unpack
@@ -23,11 +26,19 @@ __all__ = [
     "QuantRouter",
     "QuantizedWeight",
     "__version__",
+    "ebss",
+    "expert_balance",
     "gptq",
+    "load_quantized",
     "pack",
+    "perplexity",
     "quantize",
+    "random_tokens",
     "reconstruction_error",
     "register_adapter",
+    "routing_counts",
     "rtn",
+    "save_quantized",
+    "self_generate",
     "unpack",
 ]

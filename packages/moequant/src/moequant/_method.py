@@ -4,10 +4,13 @@ from icml25_core import Method
 
 METHOD = Method(
     name="moequant",
-    title="MoEQuant: Enhancing Quantization for Mixture-of-Experts Large Language Models via Expert-Balanced Sampling and Affinity Guidance",
-    authors=(),
+    title=(
+        "MoEQuant: Enhancing Quantization for Mixture-of-Experts Large Language Models via "
+        "Expert-Balanced Sampling and Affinity Guidance"
+    ),
+    authors=("Xing Hu", "Zhixuan Chen", "Dawei Yang", "et al."),
     venue="ICML 2025",
     url="https://arxiv.org/abs/2505.03804",
-    summary="planned",
-    experiments={"claim": "moequant.experiments:CLAIM"},
+    summary="post-training quantization of MoE LLMs: expert-balanced self-sampling + affinity-guided GPTQ",
+    experiments={"moe-ptq": "moequant.experiments:MOE_PTQ"},
 )

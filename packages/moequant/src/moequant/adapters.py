@@ -68,9 +68,11 @@ class MoEAdapter:
 ADAPTERS: dict[str, MoEAdapter] = {
     "mixtral": MoEAdapter(),
     "qwen2_moe": MoEAdapter(
-        shared_expert="shared_expert", shared_gate="shared_expert_gate",
-        renormalize="norm_topk_prob", num_experts="num_experts",
-    ),  # fmt: skip
+        shared_expert="shared_expert",
+        shared_gate="shared_expert_gate",
+        renormalize="norm_topk_prob",
+        num_experts="num_experts",
+    ),
     "qwen3_moe": MoEAdapter(renormalize="norm_topk_prob", num_experts="num_experts"),
 }
 

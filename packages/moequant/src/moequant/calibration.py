@@ -16,6 +16,7 @@ as transformers' ``min_new_tokens`` does) so every sequence reaches ``seq_len``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -35,6 +36,18 @@ def _routers(model: nn.Module) -> list[nn.Module]:
     return routers
 
 
+@contextlib.contextmanager
+def _recording(routers: list[nn.Module]):
+    """Collects every router call's expert indices ``(tokens, k)`` while active."""
+    found: list[torch.Tensor] = []
+    handles = [r.register_forward_hook(lambda m, a, o: found.append(o[2])) for r in routers]
+    try:
+        yield found
+    finally:
+        for h in handles:
+            h.remove()
+
+
 def routing_counts(model: nn.Module, input_ids: torch.Tensor, batch_size: int = 16) -> torch.Tensor:
     """Top-k routing counts per sequence, MoE layer and expert: ``(n, layers, experts)``."""
     adapter = adapter_for(model)
@@ -44,14 +57,8 @@ def routing_counts(model: nn.Module, input_ids: torch.Tensor, batch_size: int = 
     out = []
     for i in range(0, len(input_ids), batch_size):
         ids = input_ids[i : i + batch_size].to(device)
-        found: list[torch.Tensor] = []
-        handles = [r.register_forward_hook(lambda m, a, o: found.append(o[2])) for r in routers]
-        try:
-            with torch.no_grad():
-                model(ids, use_cache=False)
-        finally:
-            for h in handles:
-                h.remove()
+        with torch.no_grad(), _recording(routers) as found:
+            model(ids, use_cache=False)
         b = ids.shape[0]
         per_layer = [
             torch.nn.functional.one_hot(idx.reshape(b, -1), n_exp).sum(1) for idx in found
@@ -120,7 +127,9 @@ def _check(n_samples: int, seq_len: int, prefix: int) -> None:
         raise ValueError(f"seq_len must exceed the {prefix}-token start, got {seq_len}")
 
 
-def random_tokens(model: nn.Module, tokenizer, n_samples: int, seq_len: int, seed: int = 0) -> torch.Tensor:
+def random_tokens(
+    model: nn.Module, tokenizer, n_samples: int, seq_len: int, seed: int = 0
+) -> torch.Tensor:
     """Uniformly random non-special tokens after BOS: ``(n_samples, seq_len)``."""
     g = torch.Generator().manual_seed(seed)
     start = _starts(tokenizer, model, n_samples, g)
@@ -206,13 +215,8 @@ def ebss(
     for step in track(steps, "ebss") if show_progress else steps:
         b = beams.shape[1]
         flat = beams.reshape(n * b, -1)
-        found: list[torch.Tensor] = []
-        handles = [r.register_forward_hook(lambda m, a, o: found.append(o[2])) for r in routers]
-        try:
+        with _recording(routers) as found:
             logits = model(flat, use_cache=False).logits[:, -1].double()
-        finally:
-            for h in handles:
-                h.remove()
         logp = torch.log_softmax(logits, -1)  # the model's own log-probs; EOS then barred
         if eos:
             logp[:, eos] = -math.inf

@@ -9,7 +9,9 @@ from torch import nn
 
 
 @torch.no_grad()
-def perplexity(model: nn.Module, token_ids: torch.Tensor, seq_len: int = 256, batch_size: int = 8) -> float:
+def perplexity(
+    model: nn.Module, token_ids: torch.Tensor, seq_len: int = 256, batch_size: int = 8
+) -> float:
     """``exp`` of the mean next-token negative log-likelihood over non-overlapping windows
     of ``seq_len`` tokens of the 1-D ``token_ids`` (the last partial window is dropped)."""
     token_ids = torch.as_tensor(token_ids).reshape(-1)

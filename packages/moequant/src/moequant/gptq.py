@@ -67,7 +67,9 @@ def gptq(
     rows, cols = w.shape
     check_group_size(group_size, cols)
     if H.shape != (cols, cols):
-        raise ValueError(f"H must be ({cols}, {cols}) for w of shape {tuple(w.shape)}, got {tuple(H.shape)}")
+        raise ValueError(
+            f"H must be ({cols}, {cols}) for w of shape {tuple(w.shape)}, got {tuple(H.shape)}"
+        )
     if damp <= 0:
         raise ValueError(f"damp must be > 0, got {damp}")
     g = cols if group_size == -1 else group_size
@@ -116,5 +118,5 @@ def gptq(
 def reconstruction_error(w: torch.Tensor, q: torch.Tensor, H: torch.Tensor) -> float:
     """``tr((W - Q) H (W - Q)^T)``: the output error ``||W X - Q X||^2 (2 / N)`` on the
     inputs ``H`` was accumulated from."""
-    d = (w.to(torch.float64) - q.to(torch.float64))
+    d = w.to(torch.float64) - q.to(torch.float64)
     return float(torch.einsum("ij,jk,ik->", d, H.to(torch.float64), d))

@@ -21,9 +21,7 @@ def stdlib_texts(max_chars: int = 4_000_000) -> tuple[list[str], list[str]]:
     list capped at ``max_chars`` characters, in sorted file order."""
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"test", "tests", "idlelib", "site-packages", "dist-packages", "lib2to3", "tkinter"}
-    files = sorted(
-        p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts[:-1])
-    )
+    files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts[:-1]))
     train, test, sizes = [], [], [0, 0]
     for p in files:
         try:
@@ -65,7 +63,9 @@ def encode(tokenizer, texts: list[str]) -> torch.Tensor:
     return torch.tensor(ids)
 
 
-def tiny_mixtral(vocab_size: int, hidden: int = 128, layers: int = 4, experts: int = 8, seed: int = 0):
+def tiny_mixtral(
+    vocab_size: int, hidden: int = 128, layers: int = 4, experts: int = 8, seed: int = 0
+):
     """A small ``MixtralForCausalLM`` (top-2 of ``experts``; intermediate size 2 x hidden)."""
     from transformers import MixtralConfig, MixtralForCausalLM
 
@@ -87,7 +87,8 @@ def train_lm(model, ids: torch.Tensor, steps: int, seq_len: int = 128, batch_siz
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.95))
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+        opt,
+        lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)),
     )
     model.train()
     losses = []

@@ -16,12 +16,13 @@ Methods
 ``"moequant"`` (AGQ)
     GPTQ with affinity-weighted Hessians ``H_e = (2/N) sum_{t->e} c_{t,e}^p x_t x_t^T``
     (``c`` the routing weight, ``p = affinity_power``, 1 in the paper); shared-expert
-    layers weight tokens by the sigmoid of the shared gate. Combine it with an EBSS
+    layers weight tokens by the sigmoid of the shared gate, to the same power. Use an EBSS
     calibration set (:func:`moequant.ebss`) for the full method.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -90,10 +91,8 @@ def _layer_inputs(model, layers, calibration, batch_size):
     device = next(model.parameters()).device
     try:
         for i in range(0, len(calibration), batch_size):
-            try:
+            with contextlib.suppress(_Stop):
                 model(calibration[i : i + batch_size].to(device), use_cache=False)
-            except _Stop:
-                pass
     finally:
         handle.remove()
     inputs = []
@@ -136,7 +135,9 @@ class _Quantizer:
         self.cfg, self.blocksize = cfg, blocksize
         self.errors: dict[str, dict[str, float]] = {}
 
-    def __call__(self, name: str, w: torch.Tensor, H: Hessian | None, H_plain=None) -> QuantizedWeight:
+    def __call__(
+        self, name: str, w: torch.Tensor, H: Hessian | None, H_plain=None
+    ) -> QuantizedWeight:
         cfg = self.cfg
         if cfg.method == "rtn" or H is None or H.n == 0:
             qw = rtn(w, cfg.bits, cfg.group_size, cfg.sym)
@@ -178,7 +179,9 @@ def _block_input(layer, inputs, block):
     return torch.cat(xs)
 
 
-def _quantize_moe(layer, inputs, block, adapter: MoEAdapter, config, quant, prefix, agq: bool, power: float):
+def _quantize_moe(
+    layer, inputs, block, adapter: MoEAdapter, config, quant, prefix, agq: bool, power: float
+):
     """Router, shared expert, experts of one MoE block; returns the packed replacements."""
     cfg = quant.cfg
     packed: dict[str, nn.Module] = {}
@@ -325,7 +328,9 @@ def quantize(
                 "model has no MoE block (no router + experts found in any decoder layer); pass "
                 "allow_dense=True to quantize it with plain GPTQ"
             )
-        warnings.warn("no MoE block found: quantizing the linear layers with plain GPTQ", stacklevel=2)
+        warnings.warn(
+            "no MoE block found: quantizing the linear layers with plain GPTQ", stacklevel=2
+        )
         method = "gptq" if method == "moequant" else method
     for name, module in model.named_modules():
         if name.startswith(adapter.layers) and isinstance(module, nn.Linear):

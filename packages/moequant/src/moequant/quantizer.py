@@ -81,10 +81,12 @@ class QuantizedWeight:
         return decode(self.codes, self.scales[:, self.g_idx], self.zeros[:, self.g_idx])
 
 
-def rtn(w: torch.Tensor, bits: int = 4, group_size: int = 128, sym: bool = False) -> QuantizedWeight:
+def rtn(
+    w: torch.Tensor, bits: int = 4, group_size: int = 128, sym: bool = False
+) -> QuantizedWeight:
     """Round-to-nearest quantization of ``w`` ``(rows, cols)``, per row or per column group."""
     check_bits(bits)
-    rows, cols = w.shape
+    cols = w.shape[1]
     check_group_size(group_size, cols)
     g = cols if group_size == -1 else group_size
     scales, zeros = zip(*(grid(w[:, i : i + g], bits, sym) for i in range(0, cols, g)), strict=True)
