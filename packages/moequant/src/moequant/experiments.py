@@ -13,9 +13,10 @@ random-text set; GPTQ with the EBSS set; MoEQuant (EBSS + AGQ). Metric: held-out
 
 Claims (judged at the paper's tau = 1.2): EBSS balances expert coverage better than random
 text and plain self-generation (lower mean std); MoEQuant's perplexity gap is smaller than
-GPTQ's (random-text calibration), at both bit widths. A sensitivity row repeats EBSS and
-the two EBSS-calibrated methods at tau = 0.1 (reported, not judged). The model is trained
-once (seed 0); seeds vary the calibration sets.
+GPTQ's (random-text calibration), at both bit widths. Reported, not judged: EBSS and the
+two EBSS-calibrated methods again at tau = 0.1, and AGQ weighting tokens by ``c^2``
+instead of ``c`` (``affinity_power=2``). The model is trained once (seed 0); seeds vary
+the calibration sets.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ FP, RTN, GPTQ, GPTQ_EBSS, MOEQUANT = (
     "full precision", "RTN", "GPTQ (random text)", "GPTQ (EBSS)", "MoEQuant (EBSS + AGQ)",
 )  # fmt: skip
 GPTQ_EBSS01, MOEQUANT01 = "GPTQ (EBSS tau 0.1)", "MoEQuant (EBSS tau 0.1 + AGQ)"
-METHODS = (RTN, GPTQ, GPTQ_EBSS, MOEQUANT, GPTQ_EBSS01, MOEQUANT01)
+MOEQUANT_C2 = "MoEQuant (EBSS + AGQ with c^2)"
+METHODS = (RTN, GPTQ, GPTQ_EBSS, MOEQUANT, MOEQUANT_C2, GPTQ_EBSS01, MOEQUANT01)
 EVAL_LEN = 256
 
 
@@ -87,21 +89,23 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
     rows.append(
         Row(FP, seed, {"ppl": fp, "gap": 0.0}, {"part": "quantization", "bits": 16}, baseline=True)
     )
-    plan = ((RTN, "rtn", "random text"), (GPTQ, "gptq", "random text"),
-            (GPTQ_EBSS, "gptq", "EBSS"), (MOEQUANT, "moequant", "EBSS"),
-            (GPTQ_EBSS01, "gptq", "EBSS (tau 0.1)"),
-            (MOEQUANT01, "moequant", "EBSS (tau 0.1)"))  # fmt: skip
+    plan = ((RTN, "rtn", "random text", 1.0), (GPTQ, "gptq", "random text", 1.0),
+            (GPTQ_EBSS, "gptq", "EBSS", 1.0), (MOEQUANT, "moequant", "EBSS", 1.0),
+            (MOEQUANT_C2, "moequant", "EBSS", 2.0),
+            (GPTQ_EBSS01, "gptq", "EBSS (tau 0.1)", 1.0),
+            (MOEQUANT01, "moequant", "EBSS (tau 0.1)", 1.0))  # fmt: skip
     for bits in BITS:
-        for name, method, cal in plan:
+        for name, method, cal, power in plan:
             t0 = time.perf_counter()
-            q, log = quantize(copy.deepcopy(model), sets[cal], method, bits, cfg["group"], log=True)
+            q, log = quantize(copy.deepcopy(model), sets[cal], method, bits, cfg["group"],
+                              affinity_power=power, log=True)  # fmt: skip
             seconds = time.perf_counter() - t0
             ppl = perplexity(q, test_ids, EVAL_LEN)
             error = sum(v["error"] for v in log["errors"].values())
             rows.append(Row(name, seed, {"ppl": ppl, "gap": ppl - fp, "layer_error": error,
                                          "quantize_s": seconds},
                             {"part": "quantization", "bits": bits},
-                            baseline=name not in (MOEQUANT, MOEQUANT01)))  # fmt: skip
+                            baseline=name not in (MOEQUANT, MOEQUANT_C2, MOEQUANT01)))  # fmt: skip
     rows.append(Row("(setup)", seed, {"wall_s": time.perf_counter() - start}, {"part": "setup"}))
     return rows
 
@@ -123,7 +127,8 @@ def _judge(rows: list[Row]) -> Verdict:
         parts.append(
             f"{bits}-bit perplexity gap: MoEQuant {gap[MOEQUANT]:+.3f}, GPTQ {gap[GPTQ]:+.3f}, "
             f"GPTQ+EBSS {gap[GPTQ_EBSS]:+.3f}, RTN {gap[RTN]:+.3f} "
-            f"({'smaller' if ok else 'NOT smaller'} than GPTQ); with tau 0.1: MoEQuant "
+            f"({'smaller' if ok else 'NOT smaller'} than GPTQ); AGQ with c^2 "
+            f"{gap[MOEQUANT_C2]:+.3f}; with tau 0.1: MoEQuant "
             f"{gap[MOEQUANT01]:+.3f}, GPTQ+EBSS {gap[GPTQ_EBSS01]:+.3f}"
         )
     fp = mean_metric(rows, "ppl", FP, part="quantization")
