@@ -1,0 +1,44 @@
+"""moequant: post-training quantization of mixture-of-experts language models (MoEQuant,
+ICML 2025): expert-balanced self-sampling (EBSS) for calibration and affinity-guided GPTQ
+(AGQ), with GPTQ and round-to-nearest baselines, packed-integer modules and save/load."""
+
+from importlib.metadata import version as _version
+
+from .adapters import ADAPTERS, MoEAdapter, register_adapter
+from .calibration import ebss, expert_balance, random_tokens, routing_counts, self_generate
+from .evaluation import perplexity
+from .gptq import Hessian, gptq, reconstruction_error
+from .io import load_quantized, save_quantized
+from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
+from .quantize import QuantConfig, quantize
+from .quantizer import QuantizedWeight, pack, rtn, unpack
+
+__version__ = _version("moequant")
+
+__all__ = [
+    "ADAPTERS",
+    "Hessian",
+    "MoEAdapter",
+    "PackedWeight",
+    "QuantConfig",
+    "QuantExperts",
+    "QuantLinear",
+    "QuantRouter",
+    "QuantizedWeight",
+    "__version__",
+    "ebss",
+    "expert_balance",
+    "gptq",
+    "load_quantized",
+    "pack",
+    "perplexity",
+    "quantize",
+    "random_tokens",
+    "reconstruction_error",
+    "register_adapter",
+    "routing_counts",
+    "rtn",
+    "save_quantized",
+    "self_generate",
+    "unpack",
+]

@@ -1,0 +1,16 @@
+"""What moequant tells the icml25 CLI."""
+
+from icml25_core import Method
+
+METHOD = Method(
+    name="moequant",
+    title=(
+        "MoEQuant: Enhancing Quantization for Mixture-of-Experts Large Language Models via "
+        "Expert-Balanced Sampling and Affinity Guidance"
+    ),
+    authors=("Xing Hu", "Zhixuan Chen", "Dawei Yang", "et al."),
+    venue="ICML 2025",
+    url="https://arxiv.org/abs/2505.03804",
+    summary="post-training quantization of MoE LLMs: expert-balanced self-sampling + affinity-guided GPTQ",
+    experiments={"moe-ptq": "moequant.experiments:MOE_PTQ"},
+)

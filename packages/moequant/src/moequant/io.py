@@ -1,0 +1,76 @@
+"""Saving and loading quantized models: ``config.json`` + ``quant_config.json`` +
+``model.safetensors`` (packed codes, grids, group indices and the float tensors left
+unquantized), plus the tokenizer when given. Nothing is unpickled."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from .adapters import MoEAdapter, adapter_for, get
+from .modules import QuantExperts, QuantLinear, QuantRouter
+from .quantize import QuantConfig, _set
+
+WEIGHTS, QUANT_CONFIG = "model.safetensors", "quant_config.json"
+
+
+def save_quantized(model: nn.Module, path: str | Path, tokenizer=None) -> Path:
+    """Write a model returned by :func:`moequant.quantize` to the folder ``path``."""
+    cfg = getattr(model, "quant_config", None)
+    if not isinstance(cfg, QuantConfig):
+        raise ValueError("model has no quant_config: quantize it with moequant.quantize first")
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.config.save_pretrained(path)
+    (path / QUANT_CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2))
+    save_model(model, str(path / WEIGHTS))
+    if tokenizer is not None:
+        tokenizer.save_pretrained(path)
+    return path
+
+
+def _groups(cols: int, group_size: int) -> int:
+    return 1 if group_size == -1 else cols // group_size
+
+
+def load_quantized(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:
+    """Rebuild a quantized model saved by :func:`save_quantized` (on ``device``)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    path = Path(path)
+    for name in ("config.json", QUANT_CONFIG, WEIGHTS):
+        if not (path / name).is_file():
+            raise FileNotFoundError(f"{path} has no {name}: not a folder written by save_quantized")
+    cfg = QuantConfig(**json.loads((path / QUANT_CONFIG).read_text()))
+    config = AutoConfig.from_pretrained(path)
+    model = AutoModelForCausalLM.from_config(config)
+    try:
+        adapter = adapter_for(model)
+    except ValueError:
+        adapter = MoEAdapter()
+    for name, kind in cfg.modules.items():
+        old = get(model, name)
+        if kind == "linear":
+            new = QuantLinear(old.in_features, old.out_features,
+                              _groups(old.in_features, cfg.group_size), cfg.bits,
+                              old.bias is not None)  # fmt: skip
+        elif kind == "router":
+            e, d = old.weight.shape
+            route = functools.partial(adapter.route, config)
+            new = QuantRouter(e, d, _groups(d, cfg.group_size), cfg.bits, route)
+        elif kind == "experts":
+            e, two_i, d = old.gate_up_proj.shape
+            i = two_i // 2
+            new = QuantExperts(e, d, i, (_groups(d, cfg.group_size), _groups(i, cfg.group_size)),
+                               cfg.bits, old.act_fn)  # fmt: skip
+        else:
+            raise ValueError(f"{QUANT_CONFIG}: unknown module kind {kind!r} for {name}")
+        _set(model, name, new)
+    load_model(model, str(path / WEIGHTS), strict=True, device=str(device))
+    model.quant_config = cfg
+    return model.to(device).eval()

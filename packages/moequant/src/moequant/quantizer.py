@@ -1,0 +1,115 @@
+"""Uniform integer quantization of weight matrices: grids, round-to-nearest and bit packing.
+
+A weight row ``w`` (one output channel; one group of ``group_size`` input columns when
+grouped) is mapped to codes ``q = clamp(round(w / s) + z, 0, 2^b - 1)`` and back to
+``s (q - z)``. Asymmetric grids take ``s = (max - min) / (2^b - 1)`` and ``z = round(-min /
+s)`` over the range widened to include 0; symmetric grids take ``s = 2 max|w| / (2^b - 1)``
+and ``z = 2^(b-1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+def check_bits(bits: int) -> None:
+    if not isinstance(bits, int) or isinstance(bits, bool) or not 2 <= bits <= 8:
+        raise ValueError(f"bits must be an integer in [2, 8], got {bits!r}")
+
+
+def check_group_size(group_size: int, columns: int) -> None:
+    if group_size == -1:
+        return
+    if not isinstance(group_size, int) or group_size < 1 or columns % group_size:
+        raise ValueError(
+            f"group_size must be -1 (one group per row) or a positive divisor of the input "
+            f"width {columns}, got {group_size!r}"
+        )
+
+
+def grid(w: torch.Tensor, bits: int, sym: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale and zero point per row of ``w`` ``(rows, cols)``: two ``(rows, 1)`` tensors."""
+    maxq = 2**bits - 1
+    w = w.float()
+    if sym:
+        amax = w.abs().amax(1, keepdim=True)
+        amax = torch.where(amax == 0, torch.ones_like(amax), amax)
+        return 2 * amax / maxq, torch.full_like(amax, (maxq + 1) / 2)
+    lo = w.amin(1, keepdim=True).clamp(max=0)
+    hi = w.amax(1, keepdim=True).clamp(min=0)
+    empty = (lo == 0) & (hi == 0)
+    lo, hi = torch.where(empty, -1.0, lo), torch.where(empty, 1.0, hi)
+    scale = (hi - lo) / maxq
+    return scale, torch.round(-lo / scale)
+
+
+def encode(w: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bits: int) -> torch.Tensor:
+    """Integer codes of ``w`` on the grid ``(scale, zero)`` (broadcast), as ``int64``;
+    computed in float64 so every caller rounds ties alike."""
+    codes = torch.round(w.double() / scale.double()) + zero.double()
+    return torch.clamp(codes, 0, 2**bits - 1).long()
+
+
+def decode(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+    return scale * (q.float() - zero)
+
+
+@dataclass
+class QuantizedWeight:
+    """A quantized matrix ``(rows, cols)``: codes, per-group grids and the column groups.
+
+    Attributes
+    ----------
+    codes : Tensor (rows, cols) int64 in [0, 2^bits)
+    scales, zeros : Tensor (rows, groups)
+    g_idx : Tensor (cols,) int64
+        The group of every input column (groups follow the quantization order, so with
+        act-order a group's columns need not be contiguous).
+    bits : int
+    """
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    zeros: torch.Tensor
+    g_idx: torch.Tensor
+    bits: int
+
+    def dequantize(self) -> torch.Tensor:
+        return decode(self.codes, self.scales[:, self.g_idx], self.zeros[:, self.g_idx])
+
+
+def rtn(
+    w: torch.Tensor, bits: int = 4, group_size: int = 128, sym: bool = False
+) -> QuantizedWeight:
+    """Round-to-nearest quantization of ``w`` ``(rows, cols)``, per row or per column group."""
+    check_bits(bits)
+    cols = w.shape[1]
+    check_group_size(group_size, cols)
+    g = cols if group_size == -1 else group_size
+    scales, zeros = zip(*(grid(w[:, i : i + g], bits, sym) for i in range(0, cols, g)), strict=True)
+    scales, zeros = torch.cat(scales, 1), torch.cat(zeros, 1)
+    g_idx = torch.arange(cols) // g
+    codes = encode(w.float(), scales[:, g_idx], zeros[:, g_idx], bits)
+    return QuantizedWeight(codes, scales, zeros, g_idx, bits)
+
+
+def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
+    """Bit-pack integer codes in ``[0, 2^bits)`` into a ``uint8`` stream of
+    ``ceil(codes.numel() * bits / 8)`` bytes (little-endian bit order)."""
+    flat = codes.reshape(-1).to(torch.int64)
+    shifts = torch.arange(bits, device=flat.device)
+    stream = ((flat[:, None] >> shifts) & 1).reshape(-1)
+    pad = (-stream.numel()) % 8
+    stream = torch.cat([stream, stream.new_zeros(pad)]).reshape(-1, 8)
+    return (stream << torch.arange(8, device=flat.device)).sum(1).to(torch.uint8)
+
+
+def unpack(packed: torch.Tensor, bits: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Inverse of :func:`pack`: codes of ``shape`` as ``int64``."""
+    n = math.prod(shape)
+    stream = (packed.to(torch.int64)[:, None] >> torch.arange(8, device=packed.device)) & 1
+    stream = stream.reshape(-1)[: n * bits].reshape(n, bits)
+    return (stream << torch.arange(bits, device=packed.device)).sum(1).reshape(shape)
