@@ -86,9 +86,9 @@ def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path, tmp
 
     out = tmp_path / "result.json"
     common = {"clip_path": clip_path, "num_server_rounds": 2, "n_global": 4, "n_local": 4,
-              "train_pool": 200, "test_per_client": 20, "fail_partition": 1}  # fmt: skip
+              "train_pool": 200, "test_per_client": 20, "fail_partition": 1, "result_path": str(out)}  # fmt: skip
     run_simulation(
-        server_app=make_server_app(result_path=str(out), **common),
+        server_app=make_server_app(**common),
         client_app=make_client_app(**common),
         num_supernodes=2,
         backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},

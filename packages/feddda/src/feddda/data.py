@@ -23,6 +23,16 @@ COLOURS = {
     "yellow": (230, 210, 40), "purple": (150, 60, 190), "orange": (240, 140, 30),
 }  # fmt: skip
 STYLES = ("photo", "sketch", "cartoon", "mosaic")
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def pixel_values(images: torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor:
+    """CLIP's input normalisation of images ``(N, 3, H, W)`` in [0, 1] (already at the
+    vision tower's resolution), on ``device``."""
+    mean = torch.tensor(CLIP_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(CLIP_STD).view(1, 3, 1, 1)
+    return ((images - mean) / std).to(device)
 
 
 @dataclass

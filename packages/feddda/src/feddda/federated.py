@@ -15,26 +15,40 @@ Methods
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from .data import STYLES, ImageSet, partition, synthetic_images
+from .data import SHAPES, STYLES, ImageSet, image_folder, partition, pixel_values, synthetic_images
 from .model import FedDDAModel
 
 METHODS = ("feddda", "promptfl", "local")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """Run configuration (``[tool.flwr.app.config]`` keys, with dashes, map onto these)."""
+    """Run configuration (``[tool.flwr.app.config]`` keys, with dashes, map onto these).
+
+    ``clip_path``: a folder or hub id for ``CLIPModel.from_pretrained``; empty = the
+    package's CLIP pretrained on the synthetic images (trained and cached on first use).
+    ``data_root``: a user's data, ``<data_root>/<partition-id>/{train,test}/<class name>/
+    *.png|jpg``, with ``classnames`` (comma-separated) fixing the class order; empty = the
+    synthetic images, one style per client. ``result_path``: where the server writes the
+    per-round metrics as JSON (empty = nowhere). ``min_nodes``: clients the server waits
+    for each round (0 = those connected when the run starts).
+    """
 
     method: str = "feddda"
     clip_path: str = ""
-    num_server_rounds: int = 3
-    local_epochs: int = 1
+    data_root: str = ""
+    classnames: str = ""
+    result_path: str = ""
+    num_server_rounds: int = 5
+    local_epochs: int = 2
     lr: float = 0.002
     batch_size: int = 32
     shots: int = 2
@@ -44,10 +58,14 @@ class Settings:
     train_pool: int = 2000
     test_per_client: int = 300
     seed: int = 0
-    fail_partition: int = -1  # a client that raises during training (tests)
+    min_nodes: int = 0
+    device: str = ""  # "" = cuda when available, else cpu
+    fail_partition: int = -1  # a client that raises during round-2 training (tests)
 
     @classmethod
     def from_config(cls, config, **overrides) -> Settings:
+        """Settings from a Flower run config (dashed keys) overlaid with ``overrides``;
+        keys that are not settings are ignored (Flower adds its own)."""
         names = {f.name for f in fields(cls)}
         values = {}
         for key, value in {**dict(config), **overrides}.items():
@@ -57,53 +75,102 @@ class Settings:
         settings = cls(**values)
         if settings.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {settings.method!r}")
+        if settings.classnames and not settings.data_root:
+            raise ValueError("classnames is for a user's data: set data-root as well")
+        if settings.data_root and not settings.classnames:
+            raise ValueError(
+                "data-root needs classnames (comma-separated), the class order all clients share"
+            )
+        for name in ("num_server_rounds", "local_epochs", "batch_size", "n_global"):
+            if int(getattr(settings, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(settings, name)}")
         return settings
+
+    @property
+    def class_list(self) -> list[str]:
+        """The class names, in label order."""
+        if not self.classnames:
+            return list(SHAPES)
+        return [c.strip() for c in self.classnames.split(",") if c.strip()]
+
+
+@functools.lru_cache(maxsize=2)
+def _load_clip(path: str):
+    from transformers import AutoTokenizer, CLIPModel
+
+    from .pretrain import cached_clip
+
+    if not path:
+        path = str(cached_clip())
+    elif Path(path).is_dir():
+        if not (Path(path) / "config.json").is_file():
+            raise ValueError(f"clip_path {path!r} is a folder without a CLIP checkpoint (config.json)")
+    elif not re.fullmatch(r"[\w.-]+/[\w.-]+", path) or path.startswith((".", "~")):
+        raise ValueError(f"clip_path {path!r} is neither a folder nor a hub id like 'org/name'")
+    return CLIPModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
 
 
 def build_model(settings: Settings) -> FedDDAModel:
-    """The method's model on the CLIP checkpoint ``settings.clip_path``, the same initial
-    learnable tensors on every client (seeded)."""
-    from transformers import AutoTokenizer, CLIPModel
-
-    if not settings.clip_path or not Path(settings.clip_path).is_dir():
-        raise ValueError(f"clip_path must be a folder holding a CLIP checkpoint, got {settings.clip_path!r}")
-    clip = CLIPModel.from_pretrained(settings.clip_path)
-    tokenizer = AutoTokenizer.from_pretrained(settings.clip_path)
+    """The method's model on the CLIP checkpoint ``settings.clip_path`` (frozen towers loaded
+    once per process), with the same initial learnable tensors on every client (seeded)."""
+    clip, tokenizer = _load_clip(settings.clip_path)
+    device = settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(settings.seed)
-    classnames = ["circle", "square", "triangle", "cross", "star", "ring"]
     if settings.method == "feddda":
-        return FedDDAModel(clip, tokenizer, classnames, settings.n_global, settings.n_local)
-    return FedDDAModel(clip, tokenizer, classnames, settings.n_global + settings.n_local, 0,
-                       adapters=False)  # fmt: skip
+        model = FedDDAModel(clip, tokenizer, settings.class_list, settings.n_global, settings.n_local)
+    else:
+        model = FedDDAModel(clip, tokenizer, settings.class_list,
+                            settings.n_global + settings.n_local, 0, adapters=False)  # fmt: skip
+    return model.to(device)
 
 
 def shared_part(model: FedDDAModel, method: str) -> dict[str, torch.Tensor]:
-    """What a client sends and the server averages."""
+    """What a client sends and the server averages (on the CPU): FedDDA's global context
+    and shared adapter, PromptFL's whole prompt, nothing for local-only training."""
     if method == "feddda":
-        return model.shared_state()
-    return model.trainable_state()  # promptfl shares it; local sends it back untouched
+        state = model.shared_state()
+    elif method == "promptfl":
+        state = model.trainable_state()
+    else:
+        state = {}
+    return {k: v.cpu() for k, v in state.items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _synthetic_client(n_clients: int, pool: int, test_size: int, image_size: int, shots: int,
+                      seed: int) -> tuple[list[ImageSet], list[ImageSet]]:  # fmt: skip
+    styles = STYLES[:n_clients]
+    train = synthetic_images(pool, image_size, styles, seed=seed)
+    test = synthetic_images(test_size * n_clients, image_size, styles, seed=seed + 10_000)
+    return partition(train, n_clients, shots=shots, seed=seed), partition(test, n_clients, seed=seed)
 
 
 def client_data(settings: Settings, partition_id: int, num_partitions: int) -> tuple[ImageSet, ImageSet]:
-    """Few-shot training set and test set of client ``partition_id``: one style each."""
-    if not 0 <= partition_id < num_partitions <= len(STYLES):
+    """Training and test set of client ``partition_id``.
+
+    Synthetic data: one style per client, ``shots`` images per class for training.
+    ``data_root``: the client's own ``train`` and ``test`` image folders (all of them; the
+    user decides how few-shot they are), resized to ``image_size``.
+    """
+    if not 0 <= partition_id < num_partitions:
+        raise ValueError(f"partition-id {partition_id} is not in [0, num-partitions={num_partitions})")
+    if settings.data_root:
+        root = Path(settings.data_root) / str(partition_id)
+        sets = []
+        for split in ("train", "test"):
+            folder = root / split
+            if not folder.is_dir():
+                raise ValueError(f"client {partition_id} has no data: {folder} is not a folder")
+            sets.append(image_folder(folder, settings.class_list, settings.image_size))
+        return sets[0], sets[1]
+    if num_partitions > len(STYLES):
         raise ValueError(
-            f"partition {partition_id} of {num_partitions}: need 0 <= id < n <= {len(STYLES)} styles"
+            f"num-partitions {num_partitions} exceeds the {len(STYLES)} synthetic styles "
+            "(one style per client)"
         )
-    styles = STYLES[:num_partitions]
-    pool = synthetic_images(settings.train_pool, settings.image_size, styles, seed=settings.seed)
-    test = synthetic_images(settings.test_per_client * num_partitions, settings.image_size, styles,
-                            seed=settings.seed + 10_000)  # fmt: skip
-    train = partition(pool, num_partitions, shots=settings.shots, seed=settings.seed)[partition_id]
-    test = partition(test, num_partitions, seed=settings.seed)[partition_id]
-    return train, test
-
-
-def _pixels(model: FedDDAModel, images: torch.Tensor) -> torch.Tensor:
-    """CLIP's normalisation; the checkpoints here are trained at the images' own size."""
-    mean = torch.tensor([0.48145466, 0.4578275, 0.40821073]).view(1, 3, 1, 1)
-    std = torch.tensor([0.26862954, 0.26130258, 0.27577711]).view(1, 3, 1, 1)
-    return ((images - mean) / std).to(next(model.parameters()).device)
+    train, test = _synthetic_client(num_partitions, settings.train_pool, settings.test_per_client,
+                                    settings.image_size, settings.shots, settings.seed)  # fmt: skip
+    return train[partition_id], test[partition_id]
 
 
 def local_train(model: FedDDAModel, data: ImageSet, settings: Settings, round_seed: int) -> float:
@@ -119,7 +186,7 @@ def local_train(model: FedDDAModel, data: ImageSet, settings: Settings, round_se
         order = torch.randperm(len(data), generator=g)
         for i in range(0, len(data), settings.batch_size):
             idx = order[i : i + settings.batch_size]
-            logits = model(_pixels(model, data.images[idx]))
+            logits = model(pixel_values(data.images[idx], model.device))
             loss = F.cross_entropy(logits, data.labels[idx].to(logits.device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -138,7 +205,7 @@ def evaluate(model: FedDDAModel, data: ImageSet, batch_size: int = 256) -> float
     text = model.text_features()
     correct = 0
     for i in range(0, len(data), batch_size):
-        feats = model.image_features(_pixels(model, data.images[i : i + batch_size]))
+        feats = model.image_features(pixel_values(data.images[i : i + batch_size], model.device))
         pred = (feats @ text.T).argmax(-1).cpu()
         correct += int((pred == data.labels[i : i + batch_size]).sum())
     return correct / len(data)

@@ -158,6 +158,10 @@ class FedDDAModel(nn.Module):
     def classnames(self) -> list[str]:
         return self.prompt.classnames
 
+    @property
+    def device(self) -> torch.device:
+        return self.clip.logit_scale.device
+
     def text_features(self) -> torch.Tensor:
         """Normalised class text features ``(classes, dim)``."""
         from transformers.masking_utils import create_causal_mask
@@ -169,7 +173,7 @@ class FedDDAModel(nn.Module):
                                   cache=None)  # fmt: skip
         out = text.encoder(inputs_embeds=hidden, attention_mask=mask, is_causal=True)
         last = text.final_layer_norm(out.last_hidden_state)
-        pooled = last[torch.arange(len(last)), self.prompt.eot]
+        pooled = last[torch.arange(len(last), device=last.device), self.prompt.eot]
         return F.normalize(self.clip.text_projection(pooled), dim=-1)
 
     def gate_weights(self, f: torch.Tensor) -> torch.Tensor:
@@ -211,5 +215,6 @@ class FedDDAModel(nn.Module):
             raise ValueError(f"unknown or frozen entries in state: {unknown[:5]}")
         for k, v in state.items():
             if own[k].shape != v.shape:
-                raise ValueError(f"{k}: shape {tuple(v.shape)} does not match {tuple(own[k].shape)}")
+                hint = " (n_global / n_local differ between sender and receiver?)" if k.startswith("prompt.") else ""
+                raise ValueError(f"{k}: shape {tuple(v.shape)} does not match {tuple(own[k].shape)}{hint}")
         self.load_state_dict(state, strict=False)

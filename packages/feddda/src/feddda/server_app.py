@@ -1,18 +1,20 @@
 """The FedDDA ``ServerApp`` (Flower Message API): sample-weighted FedAvg of the shared part.
 
 Clients send only what their method shares (FedDDA: global context + shared adapter;
-PromptFL: the whole prompt; local-only: their prompt back, unused), so averaging the
-replies' arrays weighted by ``num-examples`` is the method's aggregation; replies carrying
-an error (a client that failed mid-round) are logged and left out by the strategy.
-``flwr run`` reads ``feddda.server_app:app``; :func:`make_server_app` bakes settings in.
+PromptFL: the whole prompt; local-only: nothing), so averaging the replies' arrays weighted
+by ``num-examples`` is the method's aggregation. Replies carrying an error (a client that
+failed mid-round) are logged and left out by the strategy; the round completes with the
+others. ``flwr run`` reads ``feddda.server_app:app``; :func:`make_server_app` bakes
+settings in for in-process runs.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
-from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
@@ -30,31 +32,71 @@ def per_client_metrics(records: list[RecordDict], weighting_key: str) -> MetricR
     return out
 
 
-def make_server_app(result_path: str | None = None, **overrides) -> ServerApp:
-    """A ``ServerApp``; with ``result_path`` the per-round evaluation metrics are written
-    there as JSON."""
+def array_bytes(messages: Iterable[Message]) -> int:
+    """Bytes of array payload in ``messages`` (what crosses the network, less framing)."""
+    total = 0
+    for msg in messages:
+        if msg.has_error():
+            continue
+        for record in msg.content.array_records.values():
+            total += sum(len(array.data) for array in record.values())
+    return total
+
+
+class SharedPartFedAvg(FedAvg):
+    """``FedAvg`` over the arrays clients reply with (each method's shared part), weighted
+    by ``num-examples``, that also counts the array bytes it sends and receives per round
+    (``traffic[round] = {"down": ..., "up": ...}``, training and evaluation together)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.traffic: dict[int, dict[str, int]] = {}
+
+    def _count(self, server_round: int, direction: str, messages: list[Message]) -> list[Message]:
+        row = self.traffic.setdefault(server_round, {"down": 0, "up": 0})
+        row[direction] += array_bytes(messages)
+        return messages
+
+    def configure_train(self, server_round, arrays, config, grid):
+        return self._count(server_round, "down", list(super().configure_train(server_round, arrays, config, grid)))
+
+    def aggregate_train(self, server_round, replies):
+        replies = self._count(server_round, "up", list(replies))
+        return super().aggregate_train(server_round, replies)
+
+    def configure_evaluate(self, server_round, arrays, config, grid):
+        return self._count(server_round, "down", list(super().configure_evaluate(server_round, arrays, config, grid)))
+
+
+def make_server_app(**overrides) -> ServerApp:
+    """A ``ServerApp`` whose settings are ``context.run_config`` overlaid with
+    ``overrides``; with ``result_path`` set, the per-round client metrics (train loss,
+    per-client accuracy) and array bytes moved are written there as JSON."""
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         settings = Settings.from_config(context.run_config, **overrides)
         model = build_model(settings)
-        nodes = len(list(grid.get_node_ids())) or 1
-        strategy = FedAvg(
+        shared = shared_part(model, settings.method)
+        nodes = settings.min_nodes or len(list(grid.get_node_ids())) or 1
+        strategy = SharedPartFedAvg(
             fraction_train=1.0, fraction_evaluate=1.0, min_train_nodes=1,
             min_evaluate_nodes=1, min_available_nodes=nodes,
             evaluate_metrics_aggr_fn=per_client_metrics,
         )  # fmt: skip
         result = strategy.start(
             grid=grid,
-            initial_arrays=ArrayRecord(shared_part(model, settings.method)),
+            initial_arrays=ArrayRecord(shared),
             num_rounds=settings.num_server_rounds,
-            train_config=ConfigRecord({"lr": settings.lr}),
         )
-        if result_path:
-            evaluate = {int(r): dict(m) for r, m in result.evaluate_metrics_clientapp.items()}
-            train = {int(r): dict(m) for r, m in result.train_metrics_clientapp.items()}
-            Path(result_path).write_text(json.dumps({"evaluate": evaluate, "train": train}))
+        if settings.result_path:
+            out = {
+                "evaluate": {int(r): dict(m) for r, m in result.evaluate_metrics_clientapp.items()},
+                "train": {int(r): dict(m) for r, m in result.train_metrics_clientapp.items()},
+                "traffic": strategy.traffic,
+            }
+            Path(settings.result_path).write_text(json.dumps(out, indent=1))
 
     return app
 
