@@ -6,7 +6,8 @@ from transformers import CLIPConfig, CLIPModel
 
 from feddda.text import word_tokenizer
 
-WORDS = "a red blue green circle square triangle with style of photo sketch".split()
+WORDS = ["a", "red", "blue", "green", "circle", "square", "triangle"]
+WORDS += ["with", "style", "of", "photo", "sketch"]
 
 
 def tiny_clip(seed=0):
@@ -31,3 +32,14 @@ def clip():
 @pytest.fixture
 def tokenizer():
     return word_tokenizer(WORDS)
+
+
+@pytest.fixture(scope="session")
+def clip_path(tmp_path_factory):
+    """A tiny random CLIP + the synthetic captions' tokenizer, saved as a checkpoint folder."""
+    from feddda.data import caption_words
+
+    path = tmp_path_factory.mktemp("clip")
+    tiny_clip().save_pretrained(path)
+    word_tokenizer(caption_words()).save_pretrained(path)
+    return str(path)

@@ -1,7 +1,5 @@
 """Aggregation oracles, personal state across rounds, and a 2-round Flower simulation."""
 
-import json
-
 import pytest
 import torch
 from flwr.app import ArrayRecord, MetricRecord, RecordDict
@@ -10,19 +8,6 @@ from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 from feddda.data import STYLES, partition, synthetic_images
 from feddda.federated import Settings, build_model, client_data, shared_part
 from feddda.model import FedDDAModel
-
-from .conftest import tiny_clip
-
-
-@pytest.fixture(scope="module")
-def clip_path(tmp_path_factory):
-    from feddda.data import caption_words
-    from feddda.text import word_tokenizer
-
-    path = tmp_path_factory.mktemp("clip")
-    tiny_clip().save_pretrained(path)
-    word_tokenizer(caption_words()).save_pretrained(path)
-    return str(path)
 
 
 def test_server_average_is_the_weighted_mean_of_the_shared_part_only(clip_path):
@@ -78,24 +63,81 @@ def test_settings_and_client_data_errors(clip_path):
     assert isinstance(model, FedDDAModel) and not model.adapters
 
 
-def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path, tmp_path):
-    from flwr.simulation import run_simulation
+def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path):
+    from feddda import simulate
 
-    from feddda.client_app import make_client_app
-    from feddda.server_app import make_server_app
-
-    out = tmp_path / "result.json"
-    common = {"clip_path": clip_path, "num_server_rounds": 2, "n_global": 4, "n_local": 4,
-              "train_pool": 200, "test_per_client": 20, "fail_partition": 1, "result_path": str(out)}  # fmt: skip
-    run_simulation(
-        server_app=make_server_app(**common),
-        client_app=make_client_app(**common),
-        num_supernodes=2,
-        backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                        "init_args": {"num_cpus": 2}},
+    result = simulate(
+        {"clip_path": clip_path, "num_server_rounds": 2, "n_global": 4, "n_local": 4,
+         "train_pool": 200, "test_per_client": 20, "fail_partition": 1},
+        num_supernodes=2, num_cpus=2,
     )  # fmt: skip
-    result = json.loads(out.read_text())
     assert set(result["evaluate"]) == {"1", "2"}
-    # client 1 raised during round-2 training: the round still aggregated client 0
+    # client 1 raised during round-2 training: the round still aggregated client 0 ...
     assert set(result["train"]) == {"1", "2"}
+    assert result["traffic"]["2"]["up"] == result["traffic"]["1"]["up"] / 2
+    # ... and both clients were evaluated
     assert {"accuracy-client-0", "accuracy-client-1"} <= set(result["evaluate"]["2"])
+    # FedDDA sends its shared part only: global context (4 x 32) + shared adapter (16 -> 4 -> 16)
+    shared_bytes = 4 * (4 * 32 + 16 * 4 + 4 * 16)
+    assert result["traffic"]["1"]["up"] == 2 * shared_bytes
+    assert result["traffic"]["1"]["down"] == 2 * 2 * shared_bytes  # train + evaluate messages
+
+
+def test_client_keeps_its_personal_part_across_rounds_and_takes_the_servers_shared_part(clip_path):
+    from flwr.app import RecordDict
+
+    from feddda.client_app import PERSONAL, train_step
+
+    settings = Settings(clip_path=clip_path, n_global=4, n_local=4, train_pool=200, local_epochs=1)
+    state = RecordDict()
+    server = shared_part(build_model(settings), "feddda")
+    sent, metrics = train_step(server, state, settings, 0, 2, server_round=1)
+    assert set(sent) == set(server) and metrics["num-examples"] > 0
+    kept = state[PERSONAL].to_torch_state_dict()
+    assert set(kept) == {k for k in build_model(settings).personal_state()}
+    # round 2: the server's new shared part and the kept personal part are what the model starts from
+    new_server = {k: torch.randn_like(v) for k, v in server.items()}
+    from feddda.client_app import _model
+
+    model = _model(new_server, state, settings)
+    assert all(torch.equal(model.shared_state()[k], v) for k, v in new_server.items())
+    assert all(torch.equal(model.personal_state()[k], v) for k, v in kept.items())
+    # PromptFL keeps nothing; local-only keeps everything and sends nothing
+    promptfl = Settings(
+        clip_path=clip_path, method="promptfl", n_global=4, n_local=4, train_pool=200
+    )
+    state = RecordDict()
+    sent, _ = train_step(shared_part(build_model(promptfl), "promptfl"), state, promptfl, 1, 2, 1)
+    assert PERSONAL not in state and set(sent) == {"prompt.global_ctx"}
+    local = Settings(clip_path=clip_path, method="local", n_global=4, n_local=4, train_pool=200)
+    sent, _ = train_step({}, state, local, 1, 2, 1)
+    assert sent == {} and "prompt.global_ctx" in state[PERSONAL]
+
+
+def test_user_image_folders_per_client_and_bad_input(clip_path, tmp_path):
+    from PIL import Image
+
+    from feddda.data import image_folder
+
+    for client, split, cls, n in [(0, "train", "circle", 2), (0, "train", "square", 1),
+                                  (0, "test", "circle", 1), (0, "test", "square", 2)]:  # fmt: skip
+        folder = tmp_path / str(client) / split / cls
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(n):
+            Image.new("RGB", (40, 30), (255 * (cls == "circle"), 0, 0)).save(folder / f"{i}.png")
+    settings = Settings.from_config({"data-root": str(tmp_path), "classnames": "square, circle"},
+                                    clip_path=clip_path)  # fmt: skip
+    train, test = client_data(settings, 0, 2)
+    assert train.images.shape == (3, 3, 32, 32) and test.labels.tolist() == [1, 0, 0]
+    assert train.labels.tolist() == [1, 1, 0]  # class order from classnames, not the folders
+    model = build_model(settings)
+    assert model.classnames == ["square", "circle"]
+    with pytest.raises(ValueError, match="client 1 has no data"):
+        client_data(settings, 1, 2)
+    with pytest.raises(ValueError, match="not among the class names"):
+        image_folder(tmp_path / "0" / "train", ["circle"])
+    with pytest.raises(ValueError, match="needs classnames"):
+        Settings.from_config({"data-root": str(tmp_path)})
+    with pytest.raises(ValueError, match="unknown class name"):
+        build_model(Settings.from_config({"data-root": str(tmp_path), "classnames": "circle,blob"},
+                                         clip_path=clip_path))  # fmt: skip

@@ -30,7 +30,11 @@ def test_gate_rows_sum_to_one_and_state_parts_are_disjoint(clip, tokenizer):
     shared, personal = model.shared_state(), model.personal_state()
     assert not set(shared) & set(personal)
     assert set(shared) | set(personal) == set(model.trainable_state())
-    assert set(shared) == {"prompt.global_ctx", "shared_adapter.down.weight", "shared_adapter.up.weight"}
+    assert set(shared) == {
+        "prompt.global_ctx",
+        "shared_adapter.down.weight",
+        "shared_adapter.up.weight",
+    }
 
 
 def test_training_changes_only_the_learnable_parts(clip, tokenizer):
@@ -52,11 +56,13 @@ def test_training_changes_only_the_learnable_parts(clip, tokenizer):
 def test_bad_input(clip, tokenizer):
     with pytest.raises(ValueError, match="distinct"):
         FedDDAModel(clip, tokenizer, ["red circle", "red circle"])
+    with pytest.raises(ValueError, match="unknown class name"):
+        FedDDAModel(clip, tokenizer, ["red circle", "purple hexagon"])
     with pytest.raises(ValueError, match="tokens, more than"):
         FedDDAModel(clip, tokenizer, CLASSES, n_global=30, n_local=16)
     model = FedDDAModel(clip, tokenizer, CLASSES, n_global=4, n_local=4)
     other = FedDDAModel(clip, tokenizer, CLASSES, n_global=6, n_local=4)
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(ValueError, match=r"does not match .* n_global / n_local differ"):
         model.load_partial(other.shared_state())
     with pytest.raises(ValueError, match="unknown or frozen"):
         model.load_partial({"clip.logit_scale": torch.zeros(())})

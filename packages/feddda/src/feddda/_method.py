@@ -5,8 +5,7 @@ from icml25_core import Method
 METHOD = Method(
     name="feddda",
     title=(
-        "Federated Disentangled Tuning with Textual Prior Decoupling and Visual Dynamic "
-        "Adaptation"
+        "Federated Disentangled Tuning with Textual Prior Decoupling and Visual Dynamic Adaptation"
     ),
     authors=("Yihao Yang", "Wenke Huang", "Guancheng Wan", "Bin Yang", "Mang Ye"),
     venue="ICML 2025",

@@ -27,12 +27,35 @@ def _personal(model: FedDDAModel, method: str) -> dict:
     return {}
 
 
-def _model(msg: Message, context: Context, settings: Settings) -> FedDDAModel:
+def _model(received: dict, state: RecordDict, settings: Settings) -> FedDDAModel:
     model = build_model(settings)
-    model.load_partial(msg.content["arrays"].to_torch_state_dict())
-    if PERSONAL in context.state:
-        model.load_partial(context.state[PERSONAL].to_torch_state_dict())
+    model.load_partial(received)
+    if PERSONAL in state:
+        model.load_partial(state[PERSONAL].to_torch_state_dict())
     return model
+
+
+def train_step(received: dict, state: RecordDict, settings: Settings, partition_id: int,
+               num_partitions: int, server_round: int) -> tuple[dict, dict]:  # fmt: skip
+    """One client round: the server's shared tensors ``received`` plus the personal part
+    kept in ``state`` (updated in place), local training; returns ``(shared part to send,
+    metrics)``."""
+    data, _ = client_data(settings, partition_id, num_partitions)
+    model = _model(received, state, settings)
+    seed = settings.seed * 1000 + server_round * 10 + partition_id
+    loss = local_train(model, data, settings, round_seed=seed)
+    personal = _personal(model, settings.method)
+    if personal:
+        state[PERSONAL] = ArrayRecord({k: v.cpu().clone() for k, v in personal.items()})
+    return shared_part(model, settings.method), {"train-loss": loss, "num-examples": len(data)}
+
+
+def evaluate_step(received: dict, state: RecordDict, settings: Settings, partition_id: int,
+                  num_partitions: int) -> dict:  # fmt: skip
+    """Test accuracy of the server's shared tensors + this client's personal part."""
+    _, test = client_data(settings, partition_id, num_partitions)
+    acc = evaluate(_model(received, state, settings), test)
+    return {"accuracy": acc, "client-id": partition_id, "num-examples": len(test)}
 
 
 def _partition(context: Context) -> tuple[int, int]:
@@ -55,28 +78,18 @@ def make_client_app(**overrides) -> ClientApp:
         server_round = int(msg.content["config"]["server-round"])
         if pid == settings.fail_partition and server_round == 2:
             raise RuntimeError(f"client {pid} failed on purpose in round {server_round}")
-        data, _ = client_data(settings, pid, n)
-        model = _model(msg, context, settings)
-        loss = local_train(model, data, settings, round_seed=settings.seed * 1000 + server_round * 10 + pid)
-        personal = _personal(model, settings.method)
-        if personal:
-            context.state[PERSONAL] = ArrayRecord({k: v.cpu().clone() for k, v in personal.items()})
-        reply = RecordDict(
-            {
-                "arrays": ArrayRecord(shared_part(model, settings.method)),
-                "metrics": MetricRecord({"train-loss": loss, "num-examples": len(data)}),
-            }
-        )
+        received = msg.content["arrays"].to_torch_state_dict()
+        shared, metrics = train_step(received, context.state, settings, pid, n, server_round)
+        reply = RecordDict({"arrays": ArrayRecord(shared), "metrics": MetricRecord(metrics)})
         return Message(content=reply, reply_to=msg)
 
     @app.evaluate()
     def evaluate_fn(msg: Message, context: Context) -> Message:
         settings = Settings.from_config(context.run_config, **overrides)
         pid, n = _partition(context)
-        _, test = client_data(settings, pid, n)
-        acc = evaluate(_model(msg, context, settings), test)
-        metrics = MetricRecord({"accuracy": acc, "client-id": pid, "num-examples": len(test)})
-        return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
+        received = msg.content["arrays"].to_torch_state_dict()
+        metrics = evaluate_step(received, context.state, settings, pid, n)
+        return Message(content=RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
 
     return app
 

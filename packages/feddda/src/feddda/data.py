@@ -81,10 +81,14 @@ def _draw(draw: ImageDraw.ImageDraw, shape: str, cx, cy, r, angle, fill, outline
         for box in ([cx - r, cy - t, cx + r, cy + t], [cx - t, cy - r, cx + t, cy + r]):
             draw.rectangle(box, fill=fill, outline=outline, width=width)
     else:
-        draw.polygon(_shape_points(shape, cx, cy, r, angle), fill=fill, outline=outline, width=width)
+        draw.polygon(
+            _shape_points(shape, cx, cy, r, angle), fill=fill, outline=outline, width=width
+        )
 
 
-def render_image(shape: str, colour: str, style: str, size: int, rng: np.random.Generator) -> np.ndarray:
+def render_image(
+    shape: str, colour: str, style: str, size: int, rng: np.random.Generator
+) -> np.ndarray:
     """One ``(size, size, 3)`` uint8 image."""
     if shape not in SHAPES or colour not in COLOURS or style not in STYLES:
         raise ValueError(f"unknown shape/colour/style {shape!r}/{colour!r}/{style!r}")
@@ -175,7 +179,7 @@ def partition(
         for c in range(n_cls):
             members = rng.permutation(pool[labels[pool] == c])
             if alpha is not None:
-                members = members[: int(round(props[c] * len(pool)))]
+                members = members[: round(props[c] * len(pool))]
             if shots is not None:
                 members = members[:shots]
             keep.extend(members.tolist())
@@ -185,7 +189,9 @@ def partition(
     return clients
 
 
-def image_folder(root: str | Path, classnames: Sequence[str] | None = None, size: int = 224) -> ImageSet:
+def image_folder(
+    root: str | Path, classnames: Sequence[str] | None = None, size: int = 224
+) -> ImageSet:
     """Images in ``root/<class name>/*.{png,jpg,jpeg}``, resized to ``size``.
 
     ``classnames`` fixes the class order (and refuses folders not in it); by default the

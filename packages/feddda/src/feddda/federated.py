@@ -38,7 +38,8 @@ class Settings:
     ``data_root``: a user's data, ``<data_root>/<partition-id>/{train,test}/<class name>/
     *.png|jpg``, with ``classnames`` (comma-separated) fixing the class order; empty = the
     synthetic images, one style per client. ``result_path``: where the server writes the
-    per-round metrics as JSON (empty = nowhere). ``min_nodes``: clients the server waits
+    per-round metrics as JSON (empty = nowhere). ``image_size``: pixels images are resized
+    or rendered to (0 = the CLIP vision tower's own resolution). ``min_nodes``: clients the server waits
     for each round (0 = those connected when the run starts).
     """
 
@@ -54,7 +55,7 @@ class Settings:
     shots: int = 2
     n_global: int = 16
     n_local: int = 16
-    image_size: int = 32
+    image_size: int = 0
     train_pool: int = 2000
     test_per_client: int = 300
     seed: int = 0
@@ -104,7 +105,9 @@ def _load_clip(path: str):
         path = str(cached_clip())
     elif Path(path).is_dir():
         if not (Path(path) / "config.json").is_file():
-            raise ValueError(f"clip_path {path!r} is a folder without a CLIP checkpoint (config.json)")
+            raise ValueError(
+                f"clip_path {path!r} is a folder without a CLIP checkpoint (config.json)"
+            )
     elif not re.fullmatch(r"[\w.-]+/[\w.-]+", path) or path.startswith((".", "~")):
         raise ValueError(f"clip_path {path!r} is neither a folder nor a hub id like 'org/name'")
     return CLIPModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
@@ -117,7 +120,9 @@ def build_model(settings: Settings) -> FedDDAModel:
     device = settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(settings.seed)
     if settings.method == "feddda":
-        model = FedDDAModel(clip, tokenizer, settings.class_list, settings.n_global, settings.n_local)
+        model = FedDDAModel(
+            clip, tokenizer, settings.class_list, settings.n_global, settings.n_local
+        )
     else:
         model = FedDDAModel(clip, tokenizer, settings.class_list,
                             settings.n_global + settings.n_local, 0, adapters=False)  # fmt: skip
@@ -142,10 +147,19 @@ def _synthetic_client(n_clients: int, pool: int, test_size: int, image_size: int
     styles = STYLES[:n_clients]
     train = synthetic_images(pool, image_size, styles, seed=seed)
     test = synthetic_images(test_size * n_clients, image_size, styles, seed=seed + 10_000)
-    return partition(train, n_clients, shots=shots, seed=seed), partition(test, n_clients, seed=seed)
+    return partition(train, n_clients, shots=shots, seed=seed), partition(
+        test, n_clients, seed=seed
+    )
 
 
-def client_data(settings: Settings, partition_id: int, num_partitions: int) -> tuple[ImageSet, ImageSet]:
+def image_size(settings: Settings) -> int:
+    """``settings.image_size``, or the CLIP vision tower's resolution when it is 0."""
+    return settings.image_size or _load_clip(settings.clip_path)[0].config.vision_config.image_size
+
+
+def client_data(
+    settings: Settings, partition_id: int, num_partitions: int
+) -> tuple[ImageSet, ImageSet]:
     """Training and test set of client ``partition_id``.
 
     Synthetic data: one style per client, ``shots`` images per class for training.
@@ -153,7 +167,9 @@ def client_data(settings: Settings, partition_id: int, num_partitions: int) -> t
     user decides how few-shot they are), resized to ``image_size``.
     """
     if not 0 <= partition_id < num_partitions:
-        raise ValueError(f"partition-id {partition_id} is not in [0, num-partitions={num_partitions})")
+        raise ValueError(
+            f"partition-id {partition_id} is not in [0, num-partitions={num_partitions})"
+        )
     if settings.data_root:
         root = Path(settings.data_root) / str(partition_id)
         sets = []
@@ -161,7 +177,7 @@ def client_data(settings: Settings, partition_id: int, num_partitions: int) -> t
             folder = root / split
             if not folder.is_dir():
                 raise ValueError(f"client {partition_id} has no data: {folder} is not a folder")
-            sets.append(image_folder(folder, settings.class_list, settings.image_size))
+            sets.append(image_folder(folder, settings.class_list, image_size(settings)))
         return sets[0], sets[1]
     if num_partitions > len(STYLES):
         raise ValueError(
@@ -169,7 +185,7 @@ def client_data(settings: Settings, partition_id: int, num_partitions: int) -> t
             "(one style per client)"
         )
     train, test = _synthetic_client(num_partitions, settings.train_pool, settings.test_per_client,
-                                    settings.image_size, settings.shots, settings.seed)  # fmt: skip
+                                    image_size(settings), settings.shots, settings.seed)  # fmt: skip
     return train[partition_id], test[partition_id]
 
 

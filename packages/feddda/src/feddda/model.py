@@ -73,11 +73,16 @@ class PromptLearner(nn.Module):
         self.global_ctx = nn.Parameter(torch.randn(n_global, dim) * init_std)
         self.local_ctx = nn.Parameter(torch.randn(n_local, dim) * init_std) if n_local else None
 
+        unk = getattr(tokenizer, "unk_token_id", None)
+
         def ids(text: str) -> list[int]:
-            out = tokenizer(text, add_special_tokens=False)["input_ids"]
+            out = list(tokenizer(text, add_special_tokens=False)["input_ids"])
             if not out:
                 raise ValueError(f"the tokenizer maps {text!r} to no token")
-            return list(out)
+            if unk is not None and unk in out:
+                raise ValueError(f"unknown class name or word in {text!r}: the tokenizer maps "
+                                 "part of it to its unknown token")  # fmt: skip
+            return out
 
         bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
         if bos is None or eos is None:
@@ -187,7 +192,11 @@ class FedDDAModel(nn.Module):
             f = f.pooler_output if hasattr(f, "pooler_output") else f
         if self.adapters:
             g = self.gate_weights(f)
-            f = g[:, :1] * f + g[:, 1:2] * self.specific_adapter(f) + g[:, 2:] * self.shared_adapter(f)
+            f = (
+                g[:, :1] * f
+                + g[:, 1:2] * self.specific_adapter(f)
+                + g[:, 2:] * self.shared_adapter(f)
+            )
         return F.normalize(f, dim=-1)
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
@@ -215,6 +224,12 @@ class FedDDAModel(nn.Module):
             raise ValueError(f"unknown or frozen entries in state: {unknown[:5]}")
         for k, v in state.items():
             if own[k].shape != v.shape:
-                hint = " (n_global / n_local differ between sender and receiver?)" if k.startswith("prompt.") else ""
-                raise ValueError(f"{k}: shape {tuple(v.shape)} does not match {tuple(own[k].shape)}{hint}")
+                hint = (
+                    " (n_global / n_local differ between sender and receiver?)"
+                    if k.startswith("prompt.")
+                    else ""
+                )
+                raise ValueError(
+                    f"{k}: shape {tuple(v.shape)} does not match {tuple(own[k].shape)}{hint}"
+                )
         self.load_state_dict(state, strict=False)

@@ -11,6 +11,7 @@ settings in for in-process runs.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,27 +46,44 @@ def array_bytes(messages: Iterable[Message]) -> int:
 
 class SharedPartFedAvg(FedAvg):
     """``FedAvg`` over the arrays clients reply with (each method's shared part), weighted
-    by ``num-examples``, that also counts the array bytes it sends and receives per round
-    (``traffic[round] = {"down": ..., "up": ...}``, training and evaluation together)."""
+    by ``num-examples``, that also records per round the array bytes it sends and receives
+    and the wall time from sending the training messages to aggregating the evaluation
+    replies: ``traffic[round] = {"down": bytes, "up": bytes, "seconds": s}``."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.traffic: dict[int, dict[str, int]] = {}
+        self.traffic: dict[int, dict[str, float]] = {}
+        self._started: dict[int, float] = {}
 
     def _count(self, server_round: int, direction: str, messages: list[Message]) -> list[Message]:
-        row = self.traffic.setdefault(server_round, {"down": 0, "up": 0})
+        row = self.traffic.setdefault(server_round, {"down": 0, "up": 0, "seconds": 0.0})
         row[direction] += array_bytes(messages)
         return messages
 
     def configure_train(self, server_round, arrays, config, grid):
-        return self._count(server_round, "down", list(super().configure_train(server_round, arrays, config, grid)))
+        self._started[server_round] = time.perf_counter()
+        return self._count(
+            server_round, "down", list(super().configure_train(server_round, arrays, config, grid))
+        )
+
+    def aggregate_evaluate(self, server_round, replies):
+        out = super().aggregate_evaluate(server_round, replies)
+        if server_round in self._started:
+            self.traffic[server_round]["seconds"] = (
+                time.perf_counter() - self._started[server_round]
+            )
+        return out
 
     def aggregate_train(self, server_round, replies):
         replies = self._count(server_round, "up", list(replies))
         return super().aggregate_train(server_round, replies)
 
     def configure_evaluate(self, server_round, arrays, config, grid):
-        return self._count(server_round, "down", list(super().configure_evaluate(server_round, arrays, config, grid)))
+        return self._count(
+            server_round,
+            "down",
+            list(super().configure_evaluate(server_round, arrays, config, grid)),
+        )
 
 
 def make_server_app(**overrides) -> ServerApp:
