@@ -78,9 +78,12 @@ def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path):
     # ... and both clients were evaluated
     assert {"accuracy-client-0", "accuracy-client-1"} <= set(result["evaluate"]["2"])
     # FedDDA sends its shared part only: global context (4 x 32) + shared adapter (16 -> 4 -> 16)
-    shared_bytes = 4 * (4 * 32 + 16 * 4 + 4 * 16)
-    assert result["traffic"]["1"]["up"] == 2 * shared_bytes
-    assert result["traffic"]["1"]["down"] == 2 * 2 * shared_bytes  # train + evaluate messages
+    settings = Settings(clip_path=clip_path, n_global=4, n_local=4)
+    arrays = ArrayRecord(shared_part(build_model(settings), "feddda"))
+    assert sum(a.numpy().size for a in arrays.values()) == 4 * 32 + 16 * 4 + 4 * 16
+    wire = sum(len(a.data) for a in arrays.values())  # float32 + a small header per array
+    assert result["traffic"]["1"]["up"] == 2 * wire
+    assert result["traffic"]["1"]["down"] == 2 * 2 * wire  # train + evaluate messages
 
 
 def test_client_keeps_its_personal_part_across_rounds_and_takes_the_servers_shared_part(clip_path):

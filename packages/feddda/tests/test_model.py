@@ -57,7 +57,7 @@ def test_bad_input(clip, tokenizer):
     with pytest.raises(ValueError, match="distinct"):
         FedDDAModel(clip, tokenizer, ["red circle", "red circle"])
     with pytest.raises(ValueError, match="unknown class name"):
-        FedDDAModel(clip, tokenizer, ["red circle", "purple hexagon"])
+        FedDDAModel(clip, tokenizer, ["red circle", "purple hexagon"], n_global=4, n_local=4)
     with pytest.raises(ValueError, match="tokens, more than"):
         FedDDAModel(clip, tokenizer, CLASSES, n_global=30, n_local=16)
     model = FedDDAModel(clip, tokenizer, CLASSES, n_global=4, n_local=4)
