@@ -62,7 +62,7 @@ def test_bad_input(clip, tokenizer):
         FedDDAModel(clip, tokenizer, CLASSES, n_global=30, n_local=16)
     model = FedDDAModel(clip, tokenizer, CLASSES, n_global=4, n_local=4)
     other = FedDDAModel(clip, tokenizer, CLASSES, n_global=6, n_local=4)
-    with pytest.raises(ValueError, match=r"does not match .* n_global / n_local differ"):
+    with pytest.raises(ValueError, match=r"does not match .*n_global / n_local differ"):
         model.load_partial(other.shared_state())
     with pytest.raises(ValueError, match="unknown or frozen"):
         model.load_partial({"clip.logit_scale": torch.zeros(())})
