@@ -53,6 +53,10 @@ def test_partition_gives_one_style_per_client_and_few_shot():
 def test_settings_and_client_data_errors(clip_path):
     with pytest.raises(ValueError, match="method"):
         Settings.from_config({"method": "fedavg"})
+    with pytest.raises(ValueError, match=r"unknown setting.*num_rounds"):
+        Settings.from_config({}, num_rounds=3)  # a typo is not silently ignored
+    with pytest.raises(ValueError, match="local_epochs must be >= 1"):
+        Settings.from_config({"local-epochs": 0})
     s = Settings.from_config({"method": "promptfl", "clip-path": clip_path, "shots": 1})
     assert s.method == "promptfl" and s.shots == 1
     with pytest.raises(ValueError, match="partition"):

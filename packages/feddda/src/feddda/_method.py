@@ -10,6 +10,6 @@ METHOD = Method(
     authors=("Yihao Yang", "Wenke Huang", "Guancheng Wan", "Bin Yang", "Mang Ye"),
     venue="ICML 2025",
     url="https://proceedings.mlr.press/v267/",
-    summary="federated prompt tuning of CLIP with shared/personal prompts, adapters and gate (in progress)",
+    summary="federated prompt tuning of CLIP with shared/personal prompts, adapters and gate (Flower app)",
     experiments={"personalized-fpl": "feddda.experiments:PERSONALIZED_FPL"},
 )

@@ -65,14 +65,15 @@ class Settings:
 
     @classmethod
     def from_config(cls, config, **overrides) -> Settings:
-        """Settings from a Flower run config (dashed keys) overlaid with ``overrides``;
-        keys that are not settings are ignored (Flower adds its own)."""
+        """Settings from a Flower run config (dashed keys) overlaid with ``overrides``
+        (underscored or dashed); an unknown key is an error, not silently ignored."""
         names = {f.name for f in fields(cls)}
-        values = {}
-        for key, value in {**dict(config), **overrides}.items():
-            name = key.replace("-", "_")
-            if name in names:
-                values[name] = value
+        values = {
+            key.replace("-", "_"): value for key, value in {**dict(config), **overrides}.items()
+        }
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {unknown}; known: {sorted(names)}")
         settings = cls(**values)
         if settings.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {settings.method!r}")
