@@ -15,7 +15,6 @@ import numpy as np
 from icml25_core import Experiment, Row, Verdict, grouped_bars, line_panels, mean_metric
 
 from .data import STYLES
-from .federated import METHODS
 from .pretrain import cached_clip
 from .simulation import simulate
 
@@ -24,15 +23,23 @@ PROFILES = {
     "full": {"num_server_rounds": 10, "shots": 4, "local_epochs": 5},
 }
 N_CLIENTS = 4
-LABELS = {"feddda": "FedDDA", "promptfl": "PromptFL", "local": "local-only"}
+# (row name, label, settings): the paper's three methods and FedDDA without its visual
+# adapters and gate, which separates the decoupled prompts from the adapters
+VARIANTS = (
+    ("feddda", "FedDDA", {"method": "feddda"}),
+    ("feddda-prompts-only", "FedDDA, prompts only", {"method": "feddda", "adapters": False}),
+    ("promptfl", "PromptFL", {"method": "promptfl"}),
+    ("local", "local-only", {"method": "local"}),
+)
+LABELS = {name: label for name, label, _ in VARIANTS}
 
 
 def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
     cfg = PROFILES[profile]
     clip_path = str(cached_clip(show_progress=True))
     rows = []
-    for method in METHODS:
-        result = simulate({**cfg, "method": method, "clip_path": clip_path, "seed": seed})
+    for method, _, variant in VARIANTS:
+        result = simulate({**cfg, **variant, "clip_path": clip_path, "seed": seed})
         (out_dir / f"{method}-seed{seed}.json").write_text(json.dumps(result, indent=1))
         rounds = sorted(result["evaluate"], key=int)
         last = result["evaluate"][rounds[-1]]
@@ -42,17 +49,18 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
         traffic = result["traffic"][rounds[-1]]
         metrics["kib_per_round"] = (traffic["down"] + traffic["up"]) / 1024
         curve = [result["evaluate"][r]["mean-client-accuracy"] for r in rounds]
-        rows.append(Row(method, seed, metrics, {"rounds": len(rounds)}, baseline=method != "feddda",
+        baseline = method in ("promptfl", "local")  # the prompt-only row is an ablation
+        rows.append(Row(method, seed, metrics, {"rounds": len(rounds)}, baseline=baseline,
                         curves={"mean_client_accuracy": curve}))  # fmt: skip
     return rows
 
 
 def _judge(rows: list[Row]) -> Verdict:
-    acc = {m: mean_metric(rows, "mean_client_accuracy", m) for m in METHODS}
+    acc = {m: mean_metric(rows, "mean_client_accuracy", m) for m in LABELS}
     seeds = sorted({r.seed for r in rows})
     per_seed = {
         m: {r.seed: r.metrics["mean_client_accuracy"] for r in rows if r.method == m}
-        for m in METHODS
+        for m in LABELS
     }
     wins = sum(
         per_seed["feddda"][s] > max(per_seed["promptfl"][s], per_seed["local"][s]) for s in seeds
@@ -66,9 +74,9 @@ def _judge(rows: list[Row]) -> Verdict:
 
 def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
     styles = list(STYLES[:N_CLIENTS])
-    bars = {LABELS[m]: [mean_metric(rows, f"acc_{s}", m) for s in styles] for m in METHODS}
+    bars = {LABELS[m]: [mean_metric(rows, f"acc_{s}", m) for s in styles] for m in LABELS}
     lines = []
-    for m in METHODS:
+    for m in LABELS:
         curves = np.array([r.curves["mean_client_accuracy"] for r in rows if r.method == m])
         x = list(range(1, curves.shape[1] + 1))
         mean, std = curves.mean(0), curves.std(0)

@@ -39,8 +39,9 @@ class Settings:
     *.png|jpg``, with ``classnames`` (comma-separated) fixing the class order; empty = the
     synthetic images, one style per client. ``result_path``: where the server writes the
     per-round metrics as JSON (empty = nowhere). ``image_size``: pixels images are resized
-    or rendered to (0 = the CLIP vision tower's own resolution). ``min_nodes``: clients the server waits
-    for each round (0 = those connected when the run starts).
+    or rendered to (0 = the CLIP vision tower's own resolution). ``min_nodes``: clients the
+    server waits for each round (0 = those connected when the run starts). ``adapters =
+    False`` turns FedDDA's visual adapters and gate off (the prompt-only ablation).
     """
 
     method: str = "feddda"
@@ -55,6 +56,7 @@ class Settings:
     shots: int = 2
     n_global: int = 16
     n_local: int = 16
+    adapters: bool = True
     image_size: int = 0
     train_pool: int = 2000
     test_per_client: int = 300
@@ -121,9 +123,8 @@ def build_model(settings: Settings) -> FedDDAModel:
     device = settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(settings.seed)
     if settings.method == "feddda":
-        model = FedDDAModel(
-            clip, tokenizer, settings.class_list, settings.n_global, settings.n_local
-        )
+        model = FedDDAModel(clip, tokenizer, settings.class_list, settings.n_global,
+                            settings.n_local, adapters=settings.adapters)  # fmt: skip
     else:
         model = FedDDAModel(clip, tokenizer, settings.class_list,
                             settings.n_global + settings.n_local, 0, adapters=False)  # fmt: skip
