@@ -111,15 +111,24 @@ def _run_layer(layer, inputs):
     return outs
 
 
-def _collect(layer, inputs, modules: dict[str, nn.Module], weight_fn=None) -> dict[str, Hessian]:
-    """Hessians of the inputs of ``modules`` over one pass of the layer."""
+def _collect(layer, inputs, modules: dict[str, nn.Module], weight_fn=None):
+    """Hessians of the inputs of ``modules`` over one pass of the layer: token-weighted by
+    ``weight_fn(module, x)`` when given, and plain (the second dict, empty without
+    ``weight_fn``) for the unweighted reconstruction error."""
     hs = {n: Hessian(m.in_features, m.weight.device) for n, m in modules.items()}
+    plain = (
+        {n: Hessian(m.in_features, m.weight.device) for n, m in modules.items()}
+        if weight_fn
+        else {}
+    )
     handles = []
     for name, module in modules.items():
 
         def hook(mod, args, name=name):
             x = args[0]
             hs[name].add(x, None if weight_fn is None else weight_fn(mod, x))
+            if weight_fn is not None:
+                plain[name].add(x)
 
         handles.append(module.register_forward_pre_hook(hook))
     try:
@@ -127,7 +136,7 @@ def _collect(layer, inputs, modules: dict[str, nn.Module], weight_fn=None) -> di
     finally:
         for h in handles:
             h.remove()
-    return hs
+    return hs, plain
 
 
 class _Quantizer:
@@ -155,8 +164,7 @@ class _Quantizer:
 
 def _quantize_linears(layer, inputs, modules, quant, prefix, weight_fn=None):
     """GPTQ/RTN on a set of linear layers that read the same pass; weights written back."""
-    hs = _collect(layer, inputs, modules, weight_fn)
-    plain = _collect(layer, inputs, modules) if weight_fn is not None else {}
+    hs, plain = _collect(layer, inputs, modules, weight_fn)
     out = {}
     for name, module in modules.items():
         qw = quant(f"{prefix}.{name}", module.weight.data, hs[name], plain.get(name))
@@ -217,33 +225,27 @@ def _quantize_moe(
     n_exp = experts.gate_up_proj.shape[0]
     gate_up, down = [], []
     counts = []
+
+    def slice_(param: torch.Tensor, e: int, xin: torch.Tensor, c, name: str) -> QuantizedWeight:
+        """Quantize expert ``e``'s slice of a fused parameter for inputs ``xin``; written back."""
+        h = Hessian(xin.shape[1], x.device)
+        h.add(xin, c)
+        plain = None
+        if agq:
+            plain = Hessian(xin.shape[1], x.device)
+            plain.add(xin)
+        qw = quant(f"{prefix}.{adapter.experts}.{e}.{name}", param.data[e], h, plain)
+        param.data[e] = qw.dequantize().to(param.dtype)
+        return qw
+
     for e in range(n_exp):
         tok, pos = torch.where(indices == e)
         c = weights[tok, pos].float() ** power if agq else None
         counts.append(len(tok))
         xe = x[tok]
-        h1 = Hessian(x.shape[1], x.device)
-        h1.add(xe, c)
-        p1 = None
-        if agq:
-            p1 = Hessian(x.shape[1], x.device)
-            p1.add(xe)
-        w1 = experts.gate_up_proj.data[e]
-        q1 = quant(f"{prefix}.{adapter.experts}.{e}.gate_up_proj", w1, h1, p1)
-        experts.gate_up_proj.data[e] = q1.dequantize().to(w1.dtype)
+        gate_up.append(slice_(experts.gate_up_proj, e, xe, c, "gate_up_proj"))
         g, u = F.linear(xe, experts.gate_up_proj.data[e]).chunk(2, dim=-1)
-        he = experts.act_fn(g) * u
-        h2 = Hessian(he.shape[1], x.device)
-        h2.add(he, c)
-        p2 = None
-        if agq:
-            p2 = Hessian(he.shape[1], x.device)
-            p2.add(he)
-        w2 = experts.down_proj.data[e]
-        q2 = quant(f"{prefix}.{adapter.experts}.{e}.down_proj", w2, h2, p2)
-        experts.down_proj.data[e] = q2.dequantize().to(w2.dtype)
-        gate_up.append(q1)
-        down.append(q2)
+        down.append(slice_(experts.down_proj, e, experts.act_fn(g) * u, c, "down_proj"))
     if cfg.method != "rtn" and min(counts) == 0:
         warnings.warn(
             f"{prefix}: experts {[e for e, n in enumerate(counts) if n == 0]} received no "
