@@ -44,8 +44,13 @@ def test_partition_gives_one_style_per_client_and_few_shot():
     assert [set(c.styles) for c in clients] == [{s} for s in STYLES]
     for c in clients:
         assert torch.bincount(c.labels, minlength=6).max() <= 2
-    skewed = partition(data, 4, alpha=0.1, seed=0)
-    assert all(len(c) > 0 for c in skewed)
+
+    # Dirichlet label skew: a small alpha concentrates a client's labels on few classes
+    def top_share(alpha):
+        clients = partition(data, 4, alpha=alpha, seed=0)
+        return sum(float(torch.bincount(c.labels, minlength=6).max()) / len(c) for c in clients) / 4
+
+    assert top_share(0.1) > 0.6 > 0.35 > top_share(1000.0)  # uniform labels: about 1/6
     with pytest.raises(ValueError, match="exceeds the number of styles"):
         partition(data, 5)
 
@@ -67,13 +72,21 @@ def test_settings_and_client_data_errors(clip_path):
     assert isinstance(model, FedDDAModel) and not model.adapters
 
 
+def fail_client_1_in_round_2(msg, context, call_next):
+    """A Flower mod: client 1 raises while training in round 2."""
+    if (msg.metadata.message_type == "train" and context.node_config["partition-id"] == 1
+            and msg.content["config"]["server-round"] == 2):  # fmt: skip
+        raise RuntimeError("client 1 failed on purpose in round 2")
+    return call_next(msg, context)
+
+
 def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path):
     from feddda import simulate
 
     result = simulate(
         {"clip_path": clip_path, "num_server_rounds": 2, "n_global": 4, "n_local": 4,
-         "train_pool": 200, "test_per_client": 20, "fail_partition": 1},
-        num_supernodes=2, num_cpus=2,
+         "train_pool": 200, "test_per_client": 20},
+        num_supernodes=2, num_cpus=2, client_mods=[fail_client_1_in_round_2],
     )  # fmt: skip
     assert set(result["evaluate"]) == {"1", "2"}
     # client 1 raised during round-2 training: the round still aggregated client 0 ...

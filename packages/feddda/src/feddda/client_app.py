@@ -13,18 +13,18 @@ from __future__ import annotations
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from .federated import Settings, build_model, client_data, evaluate, local_train, shared_part
+from .federated import (
+    Settings,
+    build_model,
+    client_data,
+    evaluate,
+    local_train,
+    personal_part,
+    shared_part,
+)
 from .model import FedDDAModel
 
 PERSONAL = "personal"
-
-
-def _personal(model: FedDDAModel, method: str) -> dict:
-    if method == "feddda":
-        return model.personal_state()
-    if method == "local":
-        return model.trainable_state()
-    return {}
 
 
 def _model(received: dict, state: RecordDict, settings: Settings) -> FedDDAModel:
@@ -44,7 +44,7 @@ def train_step(received: dict, state: RecordDict, settings: Settings, partition_
     model = _model(received, state, settings)
     seed = settings.seed * 1000 + server_round * 10 + partition_id
     loss = local_train(model, data, settings, round_seed=seed)
-    personal = _personal(model, settings.method)
+    personal = personal_part(model, settings.method)
     if personal:
         state[PERSONAL] = ArrayRecord({k: v.cpu().clone() for k, v in personal.items()})
     return shared_part(model, settings.method), {"train-loss": loss, "num-examples": len(data)}
@@ -67,17 +67,16 @@ def _partition(context: Context) -> tuple[int, int]:
         ) from err
 
 
-def make_client_app(**overrides) -> ClientApp:
-    """A ``ClientApp`` whose settings are ``context.run_config`` overlaid with ``overrides``."""
-    app = ClientApp()
+def make_client_app(mods=None, **overrides) -> ClientApp:
+    """A ``ClientApp`` whose settings are ``context.run_config`` overlaid with ``overrides``;
+    ``mods``: Flower mods wrapped around its train and evaluate functions."""
+    app = ClientApp(mods=mods)
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
         settings = Settings.from_config(context.run_config, **overrides)
         pid, n = _partition(context)
         server_round = int(msg.content["config"]["server-round"])
-        if pid == settings.fail_partition and server_round == 2:
-            raise RuntimeError(f"client {pid} failed on purpose in round {server_round}")
         received = msg.content["arrays"].to_torch_state_dict()
         shared, metrics = train_step(received, context.state, settings, pid, n, server_round)
         reply = RecordDict({"arrays": ArrayRecord(shared), "metrics": MetricRecord(metrics)})

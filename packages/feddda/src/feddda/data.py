@@ -159,7 +159,9 @@ def partition(
 
     ``by_style``: client ``i`` gets only the images of style ``i``
     (``n_clients <= number of styles``). ``alpha``: Dirichlet(alpha) label skew inside each
-    client. ``shots``: keep at most ``shots`` images per class and client (few-shot).
+    client (class proportions drawn per client and kept exactly, up to rounding, by
+    taking as many images as the scarcest class relative to its share allows). ``shots``:
+    keep at most ``shots`` images per class and client (few-shot).
     """
     rng = np.random.default_rng(seed)
     styles = sorted(set(data.styles), key=list(STYLES).index) if by_style else []
@@ -175,11 +177,18 @@ def partition(
     clients = []
     for pool in pools:
         keep = []
-        props = rng.dirichlet([alpha] * n_cls) if alpha is not None else np.full(n_cls, 1 / n_cls)
+        take = None
+        if alpha is not None:
+            # class proportions ~ Dirichlet(alpha), as many images as the rarest needed
+            # class allows, so the drawn proportions are kept rather than capped
+            props = rng.dirichlet([alpha] * n_cls)
+            have = np.bincount(labels[pool], minlength=n_cls)
+            total = min(have[c] / props[c] for c in range(n_cls) if props[c] > 0)
+            take = np.floor(props * total).astype(int)
         for c in range(n_cls):
             members = rng.permutation(pool[labels[pool] == c])
-            if alpha is not None:
-                members = members[: round(props[c] * len(pool))]
+            if take is not None:
+                members = members[: take[c]]
             if shots is not None:
                 members = members[:shots]
             keep.extend(members.tolist())

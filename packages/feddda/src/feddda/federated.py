@@ -63,7 +63,6 @@ class Settings:
     seed: int = 0
     min_nodes: int = 0
     device: str = ""  # "" = cuda when available, else cpu
-    fail_partition: int = -1  # a client that raises during round-2 training (tests)
 
     @classmethod
     def from_config(cls, config, **overrides) -> Settings:
@@ -143,6 +142,27 @@ def shared_part(model: FedDDAModel, method: str) -> dict[str, torch.Tensor]:
     return {k: v.cpu() for k, v in state.items()}
 
 
+def personal_part(model: FedDDAModel, method: str) -> dict[str, torch.Tensor]:
+    """What a client keeps across rounds: FedDDA's local context, specific adapter and
+    gate, local-only training's whole prompt, nothing for PromptFL."""
+    if method == "feddda":
+        return model.personal_state()
+    if method == "local":
+        return model.trainable_state()
+    return {}
+
+
+@functools.lru_cache(maxsize=8)
+def _folder_client(root: str, classnames: tuple[str, ...], size: int) -> tuple[ImageSet, ImageSet]:
+    sets = []
+    for split in ("train", "test"):
+        folder = Path(root) / split
+        if not folder.is_dir():
+            raise ValueError(f"client {Path(root).name} has no data: {folder} is not a folder")
+        sets.append(image_folder(folder, classnames, size))
+    return sets[0], sets[1]
+
+
 @functools.lru_cache(maxsize=8)
 def _synthetic_client(n_clients: int, pool: int, test_size: int, image_size: int, shots: int,
                       seed: int) -> tuple[list[ImageSet], list[ImageSet]]:  # fmt: skip
@@ -166,21 +186,16 @@ def client_data(
 
     Synthetic data: one style per client, ``shots`` images per class for training.
     ``data_root``: the client's own ``train`` and ``test`` image folders (all of them; the
-    user decides how few-shot they are), resized to ``image_size``.
+    user decides how few-shot they are), resized to ``image_size``. Both kinds are built
+    once per process and reused in later rounds.
     """
     if not 0 <= partition_id < num_partitions:
         raise ValueError(
             f"partition-id {partition_id} is not in [0, num-partitions={num_partitions})"
         )
-    if settings.data_root:
-        root = Path(settings.data_root) / str(partition_id)
-        sets = []
-        for split in ("train", "test"):
-            folder = root / split
-            if not folder.is_dir():
-                raise ValueError(f"client {partition_id} has no data: {folder} is not a folder")
-            sets.append(image_folder(folder, settings.class_list, image_size(settings)))
-        return sets[0], sets[1]
+    if settings.data_root:  # read and resized once per process, not every round
+        root = str(Path(settings.data_root) / str(partition_id))
+        return _folder_client(root, tuple(settings.class_list), image_size(settings))
     if num_partitions > len(STYLES):
         raise ValueError(
             f"num-partitions {num_partitions} exceeds the {len(STYLES)} synthetic styles "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def simulate(settings: dict, num_supernodes: int = 4, num_cpus: int | None = None,
-             client_gpus: float = 0.0) -> dict:  # fmt: skip
+             client_gpus: float = 0.0, client_mods=None) -> dict:  # fmt: skip
     """One run of the Flower app on the simulation engine with ``settings`` baked in.
 
     Parameters
@@ -21,6 +21,8 @@ def simulate(settings: dict, num_supernodes: int = 4, num_cpus: int | None = Non
         CPUs Ray may use (default: all); each client takes one.
     client_gpus : float
         GPU share per client (e.g. 0.25 puts four clients on one GPU).
+    client_mods : list of Flower mods, optional
+        Wrapped around every client's train and evaluate functions.
 
     Returns
     -------
@@ -41,7 +43,7 @@ def simulate(settings: dict, num_supernodes: int = 4, num_cpus: int | None = Non
             backend["init_args"] = {"num_cpus": num_cpus}
         run_simulation(
             server_app=make_server_app(**settings),
-            client_app=make_client_app(**settings),
+            client_app=make_client_app(mods=client_mods, **settings),
             num_supernodes=num_supernodes,
             backend_config=backend,
         )
