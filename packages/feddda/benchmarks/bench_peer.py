@@ -62,9 +62,14 @@ def run(smoke: bool = False) -> BenchReport:
 
             return call
 
-        whole = compare({"PromptFL": job("promptfl"), "FedDDA": job("feddda")}, reference="PromptFL",
-                        label=f"{clients} clients x {rounds} rounds, simulation engine",
-                        repeats=1, warmup=0, memory=False)  # fmt: skip
+        whole = compare(
+            {"PromptFL": job("promptfl"), "FedDDA": job("feddda")},
+            reference="PromptFL",
+            label=f"{clients} clients x {rounds} rounds, simulation engine",
+            repeats=1,
+            warmup=0,
+            memory=False,
+        )
     notes = []
     for method, result in results.items():
         traffic = [result["traffic"][str(r)] for r in range(1, rounds + 1)]

@@ -13,14 +13,27 @@ WORDS += ["with", "style", "of", "photo", "sketch"]
 def tiny_clip(seed=0):
     torch.manual_seed(seed)
     cfg = CLIPConfig(
-        text_config={"vocab_size": 64, "hidden_size": 32, "intermediate_size": 37,
-                     "num_hidden_layers": 2, "num_attention_heads": 4,
-                     "max_position_embeddings": 40, "bos_token_id": 1, "eos_token_id": 3,
-                     "pad_token_id": 0},
-        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32,
-                       "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4},
+        text_config={
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 40,
+            "bos_token_id": 1,
+            "eos_token_id": 3,
+            "pad_token_id": 0,
+        },
+        vision_config={
+            "image_size": 32,
+            "patch_size": 8,
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+        },
         projection_dim=16,
-    )  # fmt: skip
+    )
     return CLIPModel(cfg).eval()
 
 

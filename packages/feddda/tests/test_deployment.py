@@ -69,19 +69,42 @@ def test_flwr_run_on_a_loopback_superlink_with_two_supernodes(clip_path, tmp_pat
     procs: list[subprocess.Popen] = []
     start = {"env": env, "stdout": log, "stderr": subprocess.STDOUT, "start_new_session": True}
     try:
-        procs.append(subprocess.Popen(
-            [BIN / "flower-superlink", "--insecure", "--port", str(link),
-             "--disable-runtime-dependency-installation"], **start))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [
+                    BIN / "flower-superlink",
+                    "--insecure",
+                    "--port",
+                    str(link),
+                    "--disable-runtime-dependency-installation",
+                ],
+                **start,
+            )
+        )
         _wait_for_port(link, procs[0])
         for i in range(2):
-            procs.append(subprocess.Popen(
-                [BIN / "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
-                 "--port", str(_free_port()),
-                 "--node-config", f"partition-id={i} num-partitions=2"], **start))  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    [
+                        BIN / "flower-supernode",
+                        "--insecure",
+                        "--superlink",
+                        f"127.0.0.1:{link}",
+                        "--port",
+                        str(_free_port()),
+                        "--node-config",
+                        f"partition-id={i} num-partitions=2",
+                    ],
+                    **start,
+                )
+            )
         run = subprocess.run(
             [BIN / "flwr", "run", str(APP), "loopback", "--run-config", str(overrides), "--stream"],
-            env=env, capture_output=True, text=True, timeout=400,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     finally:
         _stop(procs)

@@ -22,9 +22,15 @@ def test_server_average_is_the_weighted_mean_of_the_shared_part_only(clip_path):
                     p.normal_()
         models.append(m)
     counts = [5, 10, 25]
-    replies = [RecordDict({"arrays": ArrayRecord(shared_part(m, "feddda")),
-                           "metrics": MetricRecord({"num-examples": n})})
-               for m, n in zip(models, counts, strict=True)]  # fmt: skip
+    replies = [
+        RecordDict(
+            {
+                "arrays": ArrayRecord(shared_part(m, "feddda")),
+                "metrics": MetricRecord({"num-examples": n}),
+            }
+        )
+        for m, n in zip(models, counts, strict=True)
+    ]
     avg = aggregate_arrayrecords(replies, "num-examples").to_torch_state_dict()
     assert set(avg) == set(models[0].shared_state())
     for k, v in avg.items():
@@ -74,8 +80,11 @@ def test_settings_and_client_data_errors(clip_path):
 
 def fail_client_1_in_round_2(msg, context, call_next):
     """A Flower mod: client 1 raises while training in round 2."""
-    if (msg.metadata.message_type == "train" and context.node_config["partition-id"] == 1
-            and msg.content["config"]["server-round"] == 2):  # fmt: skip
+    if (
+        msg.metadata.message_type == "train"
+        and context.node_config["partition-id"] == 1
+        and msg.content["config"]["server-round"] == 2
+    ):
         raise RuntimeError("client 1 failed on purpose in round 2")
     return call_next(msg, context)
 
@@ -84,10 +93,18 @@ def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path):
     from feddda import simulate
 
     result = simulate(
-        {"clip_path": clip_path, "num_server_rounds": 2, "n_global": 4, "n_local": 4,
-         "train_pool": 200, "test_per_client": 20},
-        num_supernodes=2, num_cpus=2, client_mods=[fail_client_1_in_round_2],
-    )  # fmt: skip
+        {
+            "clip_path": clip_path,
+            "num_server_rounds": 2,
+            "n_global": 4,
+            "n_local": 4,
+            "train_pool": 200,
+            "test_per_client": 20,
+        },
+        num_supernodes=2,
+        num_cpus=2,
+        client_mods=[fail_client_1_in_round_2],
+    )
     assert set(result["evaluate"]) == {"1", "2"}
     # client 1 raised during round-2 training: the round still aggregated client 0 ...
     assert set(result["train"]) == {"1", "2"}
@@ -139,14 +156,19 @@ def test_user_image_folders_per_client_and_bad_input(clip_path, tmp_path):
 
     from feddda.data import image_folder
 
-    for client, split, cls, n in [(0, "train", "circle", 2), (0, "train", "square", 1),
-                                  (0, "test", "circle", 1), (0, "test", "square", 2)]:  # fmt: skip
+    for client, split, cls, n in [
+        (0, "train", "circle", 2),
+        (0, "train", "square", 1),
+        (0, "test", "circle", 1),
+        (0, "test", "square", 2),
+    ]:
         folder = tmp_path / str(client) / split / cls
         folder.mkdir(parents=True, exist_ok=True)
         for i in range(n):
             Image.new("RGB", (40, 30), (255 * (cls == "circle"), 0, 0)).save(folder / f"{i}.png")
-    settings = Settings.from_config({"data-root": str(tmp_path), "classnames": "square, circle"},
-                                    clip_path=clip_path)  # fmt: skip
+    settings = Settings.from_config(
+        {"data-root": str(tmp_path), "classnames": "square, circle"}, clip_path=clip_path
+    )
     train, test = client_data(settings, 0, 2)
     assert train.images.shape == (3, 3, 32, 32) and test.labels.tolist() == [1, 0, 0]
     assert train.labels.tolist() == [1, 1, 0]  # class order from classnames, not the folders
@@ -159,5 +181,8 @@ def test_user_image_folders_per_client_and_bad_input(clip_path, tmp_path):
     with pytest.raises(ValueError, match="needs classnames"):
         Settings.from_config({"data-root": str(tmp_path)})
     with pytest.raises(ValueError, match="unknown class name"):
-        build_model(Settings.from_config({"data-root": str(tmp_path), "classnames": "circle,blob"},
-                                         clip_path=clip_path))  # fmt: skip
+        build_model(
+            Settings.from_config(
+                {"data-root": str(tmp_path), "classnames": "circle,blob"}, clip_path=clip_path
+            )
+        )

@@ -43,13 +43,29 @@ def run(smoke: bool = False) -> BenchReport:
         poses = rng.integers(0, 255, (n, SIZE, SIZE, 3), dtype=np.uint8)
 
         def run_ours(poses=poses):
-            ours(image, poses, tile_size=16, tile_overlap=4, num_inference_steps=STEPS,
-                 output_type="latent", generator=torch.Generator().manual_seed(0))  # fmt: skip
+            ours(
+                image,
+                poses,
+                tile_size=16,
+                tile_overlap=4,
+                num_inference_steps=STEPS,
+                output_type="latent",
+                generator=torch.Generator().manual_seed(0),
+            )
 
         def run_svd(n=n):
-            svd(pil, height=SIZE, width=SIZE, num_frames=n, num_inference_steps=STEPS,
-                min_guidance_scale=2.0, max_guidance_scale=2.0, decode_chunk_size=8,
-                output_type="latent", generator=torch.Generator().manual_seed(0))  # fmt: skip
+            svd(
+                pil,
+                height=SIZE,
+                width=SIZE,
+                num_frames=n,
+                num_inference_steps=STEPS,
+                min_guidance_scale=2.0,
+                max_guidance_scale=2.0,
+                decode_chunk_size=8,
+                output_type="latent",
+                generator=torch.Generator().manual_seed(0),
+            )
 
         comparisons.append(
             compare(
@@ -77,8 +93,12 @@ def run(smoke: bool = False) -> BenchReport:
     ]
     return make_report(
         "mimicmotion vs diffusers StableVideoDiffusionPipeline",
-        comparisons, "mimicmotion", "diffusers", "torch", notes=notes,
-    )  # fmt: skip
+        comparisons,
+        "mimicmotion",
+        "diffusers",
+        "torch",
+        notes=notes,
+    )
 
 
 if __name__ == "__main__":

@@ -21,8 +21,12 @@ def test_clips_are_deterministic_and_hands_are_drawn_at_their_keypoints():
     tips = clip.poses.hands[:, :, 2::4]  # the second joint of each finger (inside the line)
     x = np.clip((tips[..., 0] * 64).astype(int), 0, 63)
     y = np.clip((tips[..., 1] * 64).astype(int), 0, 63)
-    on_figure = [(clip.frames[f, y[f, h, k], x[f, h, k]] != background).any()
-                 for f in range(6) for h in range(2) for k in range(5)]  # fmt: skip
+    on_figure = [
+        (clip.frames[f, y[f, h, k], x[f, h, k]] != background).any()
+        for f in range(6)
+        for h in range(2)
+        for k in range(5)
+    ]
     assert np.mean(on_figure) > 0.9
     motion = np.abs(np.diff(clip.poses.body, axis=0)).max()
     assert 0 < motion < 0.1  # smooth motion: keypoints move, by less than 10 % per frame

@@ -14,8 +14,14 @@ def _frames(pipe):
     pipe.set_progress_bar_config(disable=True)
     image = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
     poses = np.random.default_rng(0).integers(0, 255, (8, 64, 64, 3), dtype=np.uint8)
-    return pipe(image, poses, tile_size=8, num_inference_steps=2, output_type="np",
-                generator=torch.Generator().manual_seed(0)).frames  # fmt: skip
+    return pipe(
+        image,
+        poses,
+        tile_size=8,
+        num_inference_steps=2,
+        output_type="np",
+        generator=torch.Generator().manual_seed(0),
+    ).frames
 
 
 def test_save_load_round_trip(components, tmp_path):
@@ -33,9 +39,12 @@ def test_load_svd_folder_and_official_checkpoint(components, tmp_path):
     plain = UNetSpatioTemporalConditionModel(**TINY_UNET)
     plain.load_state_dict(components["unet"].state_dict())
     svd = StableVideoDiffusionPipeline(
-        components["vae"], components["image_encoder"], plain, components["scheduler"],
+        components["vae"],
+        components["image_encoder"],
+        plain,
+        components["scheduler"],
         components["feature_extractor"],
-    )  # fmt: skip
+    )
     svd.save_pretrained(tmp_path / "svd")
     torch.manual_seed(5)
     trained_unet = UNetSpatioTemporalConditionModel(**TINY_UNET)

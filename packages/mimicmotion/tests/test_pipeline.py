@@ -41,18 +41,28 @@ def test_at_init_one_window_without_guidance_equals_plain_svd(components, inputs
     plain_unet = UNetSpatioTemporalConditionModel(**TINY_UNET)
     plain_unet.load_state_dict(components["unet"].state_dict())
     svd = StableVideoDiffusionPipeline(
-        components["vae"], components["image_encoder"], plain_unet,
-        components["scheduler"], components["feature_extractor"],
-    )  # fmt: skip
+        components["vae"],
+        components["image_encoder"],
+        plain_unet,
+        components["scheduler"],
+        components["feature_extractor"],
+    )
     svd.set_progress_bar_config(disable=True)
     image, poses = inputs
     ours = _run(pipe, image, poses, tile_size=12, tile_overlap=1, guidance_scale=1.0)
     pil = pipe.video_processor.numpy_to_pil(pipe.video_processor.pt_to_numpy(image))[0]
     theirs = svd(
-        pil, height=64, width=64, num_frames=12, num_inference_steps=2, min_guidance_scale=1.0,
-        max_guidance_scale=1.0, output_type="np", generator=torch.Generator().manual_seed(0),
+        pil,
+        height=64,
+        width=64,
+        num_frames=12,
+        num_inference_steps=2,
+        min_guidance_scale=1.0,
+        max_guidance_scale=1.0,
+        output_type="np",
+        generator=torch.Generator().manual_seed(0),
         decode_chunk_size=8,
-    ).frames  # fmt: skip
+    ).frames
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 
@@ -65,8 +75,14 @@ def test_callback_sees_and_can_replace_latents(components, inputs):
         seen.append(step)
         return {"latents": torch.zeros_like(tensors["latents"])}
 
-    latents = _run(pipe, *inputs, tile_size=8, tile_overlap=2, output_type="latent",
-                   callback_on_step_end=callback)  # fmt: skip
+    latents = _run(
+        pipe,
+        *inputs,
+        tile_size=8,
+        tile_overlap=2,
+        output_type="latent",
+        callback_on_step_end=callback,
+    )
     assert seen == [0, 1]
     assert torch.count_nonzero(latents) == 0
 
@@ -98,9 +114,14 @@ def test_unet_and_posenet_only_ever_see_one_window(components):
     poses = rng.integers(0, 255, (40, 32, 32, 3), dtype=np.uint8)
     image = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     latents = pipe(
-        image, poses, tile_size=8, tile_overlap=2, num_inference_steps=2, output_type="latent",
+        image,
+        poses,
+        tile_size=8,
+        tile_overlap=2,
+        num_inference_steps=2,
+        output_type="latent",
         generator=torch.Generator().manual_seed(0),
-    ).frames  # fmt: skip
+    ).frames
     assert latents.shape == (1, 40, 4, 4, 4)
     n_windows = len(windows(40, 8, 2))  # 7
     assert set(seen["unet"]) == {(2, 8)}  # (uncond + cond) x one window of 8 frames

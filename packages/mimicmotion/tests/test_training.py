@@ -15,10 +15,13 @@ from .conftest import TINY_UNET
 def _poses(frames=2, seed=0, hand_score=1.0):
     rng = np.random.default_rng(seed)
     return PoseSequence(
-        rng.uniform(0.2, 0.8, (frames, 18, 2)), np.ones((frames, 18)),
-        rng.uniform(0.2, 0.8, (frames, 2, 21, 2)), np.full((frames, 2, 21), hand_score),
-        rng.uniform(0.3, 0.7, (frames, 68, 2)), np.zeros((frames, 68)),
-    )  # fmt: skip
+        rng.uniform(0.2, 0.8, (frames, 18, 2)),
+        np.ones((frames, 18)),
+        rng.uniform(0.2, 0.8, (frames, 2, 21, 2)),
+        np.full((frames, 2, 21), hand_score),
+        rng.uniform(0.3, 0.7, (frames, 68, 2)),
+        np.zeros((frames, 68)),
+    )
 
 
 def test_regional_loss_is_mse_with_an_empty_mask_and_scales_masked_pixels():

@@ -43,8 +43,13 @@ def _peer(model_dir: Path, tokenizer, calibration: torch.Tensor):
     from llmcompressor.modifiers.quantization import GPTQModifier
     from transformers import MixtralForCausalLM
 
-    scheme = {"num_bits": BITS, "type": "int", "symmetric": False, "strategy": "group",
-              "group_size": GROUP}  # fmt: skip
+    scheme = {
+        "num_bits": BITS,
+        "type": "int",
+        "symmetric": False,
+        "strategy": "group",
+        "group_size": GROUP,
+    }
     data = Dataset.from_dict(
         {"input_ids": calibration.tolist(), "attention_mask": torch.ones_like(calibration).tolist()}
     )
@@ -55,8 +60,14 @@ def _peer(model_dir: Path, tokenizer, calibration: torch.Tensor):
             config_groups={"g": {"targets": ["Linear"], "weights": scheme}},
             ignore=["lm_head", "re:.*mlp.gate$"],
         )
-        oneshot(model=model, processor=tokenizer, dataset=data, recipe=recipe,
-                max_seq_length=CAL_LEN, num_calibration_samples=len(calibration))  # fmt: skip
+        oneshot(
+            model=model,
+            processor=tokenizer,
+            dataset=data,
+            recipe=recipe,
+            max_seq_length=CAL_LEN,
+            num_calibration_samples=len(calibration),
+        )
 
     return run
 
@@ -93,9 +104,14 @@ def run(smoke: bool = False) -> BenchReport:
             reference = "llm-compressor GPTQ"
         else:
             notes.append("llm-compressor is not installed: peer row skipped (dev group has it)")
-        quant = compare(candidates, reference=reference,
-                        label=f"quantize {BITS}-bit g{GROUP}, {N_CAL}x{CAL_LEN} tokens",
-                        repeats=1, warmup=0, memory=True)  # fmt: skip
+        quant = compare(
+            candidates,
+            reference=reference,
+            label=f"quantize {BITS}-bit g{GROUP}, {N_CAL}x{CAL_LEN} tokens",
+            repeats=1,
+            warmup=0,
+            memory=True,
+        )
 
         packed = quantize(copy.deepcopy(model), calibration, "moequant", BITS, GROUP)
         save_quantized(packed, tmp / "packed")
@@ -117,13 +133,24 @@ def run(smoke: bool = False) -> BenchReport:
 
         return call
 
-    infer = compare({"fp32": forward(model), f"packed {BITS}-bit": forward(packed)},
-                    reference="fp32", label="forward 4x256 tokens", repeats=1 if smoke else 5,
-                    warmup=1, memory=False)  # fmt: skip
+    infer = compare(
+        {"fp32": forward(model), f"packed {BITS}-bit": forward(packed)},
+        reference="fp32",
+        label="forward 4x256 tokens",
+        repeats=1 if smoke else 5,
+        warmup=1,
+        memory=False,
+    )
     for name, t in infer.timings.items():
         notes.append(f"CPU tokens/s {name}: {batch.numel() / t.median:,.0f}")
-    return make_report("moequant vs llm-compressor GPTQ (CPU)", [quant, infer],
-                       "moequant", "llmcompressor", "torch", notes=notes)  # fmt: skip
+    return make_report(
+        "moequant vs llm-compressor GPTQ (CPU)",
+        [quant, infer],
+        "moequant",
+        "llmcompressor",
+        "torch",
+        notes=notes,
+    )
 
 
 if __name__ == "__main__":

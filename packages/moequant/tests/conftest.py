@@ -4,9 +4,17 @@ import pytest
 import torch
 from transformers import MixtralConfig, MixtralForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM
 
-COMMON = {"vocab_size": 96, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-          "num_key_value_heads": 2, "num_experts_per_tok": 2, "max_position_embeddings": 128,
-          "bos_token_id": 0, "eos_token_id": 1}  # fmt: skip
+COMMON = {
+    "vocab_size": 96,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_experts_per_tok": 2,
+    "max_position_embeddings": 128,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+}
 
 
 def mixtral(seed=0):
@@ -17,9 +25,14 @@ def mixtral(seed=0):
 
 def qwen2_moe(seed=0, norm_topk_prob=False):
     torch.manual_seed(seed)
-    cfg = Qwen2MoeConfig(intermediate_size=64, moe_intermediate_size=32,
-                         shared_expert_intermediate_size=64, num_experts=4,
-                         norm_topk_prob=norm_topk_prob, **COMMON)  # fmt: skip
+    cfg = Qwen2MoeConfig(
+        intermediate_size=64,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=64,
+        num_experts=4,
+        norm_topk_prob=norm_topk_prob,
+        **COMMON,
+    )
     model = Qwen2MoeForCausalLM(cfg).eval()
     with torch.no_grad():  # transformers initialises the Qwen2-MoE router at zero
         for layer in model.model.layers:

@@ -30,9 +30,16 @@ def test_ebss_with_infinite_tau_is_transformers_beam_search():
     out = ebss(model, ToyTokenizer(), n_samples=3, seq_len=10, beam_width=3, tau=math.inf, seed=0)
     assert out.shape == (3, 10) and (out[:, 0] == 0).all()
     for row in out:
-        beam = model.generate(row[None, :2], num_beams=3, do_sample=False, max_new_tokens=8,
-                              min_new_tokens=8, early_stopping=False, length_penalty=1.0,
-                              attention_mask=torch.ones(1, 2, dtype=torch.long))  # fmt: skip
+        beam = model.generate(
+            row[None, :2],
+            num_beams=3,
+            do_sample=False,
+            max_new_tokens=8,
+            min_new_tokens=8,
+            early_stopping=False,
+            length_penalty=1.0,
+            attention_mask=torch.ones(1, 2, dtype=torch.long),
+        )
         assert torch.equal(beam[0], row)
 
 

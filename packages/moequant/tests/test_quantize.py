@@ -108,8 +108,15 @@ def test_bad_input(calibration):
     with pytest.raises(ValueError, match="method"):
         quantize(mixtral(), calibration, method="awq")
     torch.manual_seed(0)
-    dense = LlamaForCausalLM(LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=64,
-                                         num_hidden_layers=1, num_attention_heads=4)).eval()  # fmt: skip
+    dense = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=96,
+            hidden_size=64,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+        )
+    ).eval()
     with pytest.raises(ValueError, match="no MoE adapter"):
         quantize(copy.deepcopy(dense), calibration)
     with warnings.catch_warnings(record=True) as caught:

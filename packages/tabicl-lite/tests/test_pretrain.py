@@ -75,10 +75,21 @@ def test_two_process_torchrun_on_cpu(tmp_path):
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-        "-m", "tabicl_lite.pretrain", "--out", str(out), "--curriculum", "smoke",
-        "--device", "cpu",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "tabicl_lite.pretrain",
+        "--out",
+        str(out),
+        "--curriculum",
+        "smoke",
+        "--device",
+        "cpu",
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads((out / "record.json").read_text())

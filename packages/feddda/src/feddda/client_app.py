@@ -35,8 +35,14 @@ def _model(received: dict, state: RecordDict, settings: Settings) -> FedDDAModel
     return model
 
 
-def train_step(received: dict, state: RecordDict, settings: Settings, partition_id: int,
-               num_partitions: int, server_round: int) -> tuple[dict, dict]:  # fmt: skip
+def train_step(
+    received: dict,
+    state: RecordDict,
+    settings: Settings,
+    partition_id: int,
+    num_partitions: int,
+    server_round: int,
+) -> tuple[dict, dict]:
     """One client round: the server's shared tensors ``received`` plus the personal part
     kept in ``state`` (updated in place), local training; returns ``(shared part to send,
     metrics)``."""
@@ -50,8 +56,9 @@ def train_step(received: dict, state: RecordDict, settings: Settings, partition_
     return shared_part(model, settings.method), {"train-loss": loss, "num-examples": len(data)}
 
 
-def evaluate_step(received: dict, state: RecordDict, settings: Settings, partition_id: int,
-                  num_partitions: int) -> dict:  # fmt: skip
+def evaluate_step(
+    received: dict, state: RecordDict, settings: Settings, partition_id: int, num_partitions: int
+) -> dict:
     """Test accuracy of the server's shared tensors + this client's personal part."""
     _, test = client_data(settings, partition_id, num_partitions)
     acc = evaluate(_model(received, state, settings), test)

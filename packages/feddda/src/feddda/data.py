@@ -19,9 +19,13 @@ from PIL import Image, ImageDraw, ImageFilter
 
 SHAPES = ("circle", "square", "triangle", "cross", "star", "ring")
 COLOURS = {
-    "red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220),
-    "yellow": (230, 210, 40), "purple": (150, 60, 190), "orange": (240, 140, 30),
-}  # fmt: skip
+    "red": (220, 40, 40),
+    "green": (40, 170, 60),
+    "blue": (40, 80, 220),
+    "yellow": (230, 210, 40),
+    "purple": (150, 60, 190),
+    "orange": (240, 140, 30),
+}
 STYLES = ("photo", "sketch", "cartoon", "mosaic")
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -50,9 +54,13 @@ class ImageSet:
 
     def subset(self, index) -> ImageSet:
         index = torch.as_tensor(index, dtype=torch.long)
-        return ImageSet(self.images[index], self.labels[index],
-                        [self.captions[i] for i in index.tolist()],
-                        [self.styles[i] for i in index.tolist()], self.classnames)  # fmt: skip
+        return ImageSet(
+            self.images[index],
+            self.labels[index],
+            [self.captions[i] for i in index.tolist()],
+            [self.styles[i] for i in index.tolist()],
+            self.classnames,
+        )
 
 
 def _shape_points(shape: str, cx: float, cy: float, r: float, angle: float):
@@ -113,12 +121,30 @@ def render_image(
     elif style == "cartoon":
         pastel = tuple(int(v) for v in rng.uniform(180, 255, 3))
         img = Image.new("RGB", (big, big), pastel)
-        _draw(ImageDraw.Draw(img), shape, cx * s, cy * s, r * s, angle,
-              tuple(int(v) for v in rgb), (0, 0, 0), 7)  # fmt: skip
+        _draw(
+            ImageDraw.Draw(img),
+            shape,
+            cx * s,
+            cy * s,
+            r * s,
+            angle,
+            tuple(int(v) for v in rgb),
+            (0, 0, 0),
+            7,
+        )
     else:  # mosaic: blocky, noisy
         img = Image.new("RGB", (big, big), tuple(int(v) for v in rng.uniform(0, 90, 3)))
-        _draw(ImageDraw.Draw(img), shape, cx * s, cy * s, r * s, angle,
-              tuple(int(v) for v in rgb), None, 0)  # fmt: skip
+        _draw(
+            ImageDraw.Draw(img),
+            shape,
+            cx * s,
+            cy * s,
+            r * s,
+            angle,
+            tuple(int(v) for v in rgb),
+            None,
+            0,
+        )
         img = img.resize((size // 4, size // 4), Image.BILINEAR).resize((big, big), Image.NEAREST)
     arr = np.asarray(img.resize((size, size), Image.LANCZOS), dtype=np.float64)
     if style == "mosaic":
@@ -126,8 +152,13 @@ def render_image(
     return np.clip(arr, 0, 255).astype(np.uint8)
 
 
-def synthetic_images(n: int, size: int = 32, styles: Sequence[str] = STYLES,
-                     shapes: Sequence[str] = SHAPES, seed: int = 0) -> ImageSet:  # fmt: skip
+def synthetic_images(
+    n: int,
+    size: int = 32,
+    styles: Sequence[str] = STYLES,
+    shapes: Sequence[str] = SHAPES,
+    seed: int = 0,
+) -> ImageSet:
     """``n`` images with uniformly drawn shape (the label), colour and style."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -152,9 +183,13 @@ def caption_words() -> list[str]:
 
 
 def partition(
-    data: ImageSet, n_clients: int, shots: int | None = None, alpha: float | None = None,
-    by_style: bool = True, seed: int = 0,
-) -> list[ImageSet]:  # fmt: skip
+    data: ImageSet,
+    n_clients: int,
+    shots: int | None = None,
+    alpha: float | None = None,
+    by_style: bool = True,
+    seed: int = 0,
+) -> list[ImageSet]:
     """Split ``data`` over clients.
 
     ``by_style``: client ``i`` gets only the images of style ``i``

@@ -50,8 +50,16 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
         metrics["kib_per_round"] = (traffic["down"] + traffic["up"]) / 1024
         curve = [result["evaluate"][r]["mean-client-accuracy"] for r in rounds]
         baseline = method in ("promptfl", "local")  # the prompt-only row is an ablation
-        rows.append(Row(method, seed, metrics, {"rounds": len(rounds)}, baseline=baseline,
-                        curves={"mean_client_accuracy": curve}))  # fmt: skip
+        rows.append(
+            Row(
+                method,
+                seed,
+                metrics,
+                {"rounds": len(rounds)},
+                baseline=baseline,
+                curves={"mean_client_accuracy": curve},
+            )
+        )
     return rows
 
 
@@ -80,8 +88,15 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
         curves = np.array([r.curves["mean_client_accuracy"] for r in rows if r.method == m])
         x = list(range(1, curves.shape[1] + 1))
         mean, std = curves.mean(0), curves.std(0)
-        lines.append({"x": x, "y": mean.tolist(), "label": LABELS[m],
-                      "lo": (mean - std).tolist(), "hi": (mean + std).tolist()})  # fmt: skip
+        lines.append(
+            {
+                "x": x,
+                "y": mean.tolist(),
+                "label": LABELS[m],
+                "lo": (mean - std).tolist(),
+                "hi": (mean + std).tolist(),
+            }
+        )
     return [
         grouped_bars(
             bars,

@@ -122,11 +122,23 @@ def build_model(settings: Settings) -> FedDDAModel:
     device = settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(settings.seed)
     if settings.method == "feddda":
-        model = FedDDAModel(clip, tokenizer, settings.class_list, settings.n_global,
-                            settings.n_local, adapters=settings.adapters)  # fmt: skip
+        model = FedDDAModel(
+            clip,
+            tokenizer,
+            settings.class_list,
+            settings.n_global,
+            settings.n_local,
+            adapters=settings.adapters,
+        )
     else:
-        model = FedDDAModel(clip, tokenizer, settings.class_list,
-                            settings.n_global + settings.n_local, 0, adapters=False)  # fmt: skip
+        model = FedDDAModel(
+            clip,
+            tokenizer,
+            settings.class_list,
+            settings.n_global + settings.n_local,
+            0,
+            adapters=False,
+        )
     return model.to(device)
 
 
@@ -164,8 +176,9 @@ def _folder_client(root: str, classnames: tuple[str, ...], size: int) -> tuple[I
 
 
 @functools.lru_cache(maxsize=8)
-def _synthetic_client(n_clients: int, pool: int, test_size: int, image_size: int, shots: int,
-                      seed: int) -> tuple[list[ImageSet], list[ImageSet]]:  # fmt: skip
+def _synthetic_client(
+    n_clients: int, pool: int, test_size: int, image_size: int, shots: int, seed: int
+) -> tuple[list[ImageSet], list[ImageSet]]:
     styles = STYLES[:n_clients]
     train = synthetic_images(pool, image_size, styles, seed=seed)
     test = synthetic_images(test_size * n_clients, image_size, styles, seed=seed + 10_000)
@@ -201,8 +214,14 @@ def client_data(
             f"num-partitions {num_partitions} exceeds the {len(STYLES)} synthetic styles "
             "(one style per client)"
         )
-    train, test = _synthetic_client(num_partitions, settings.train_pool, settings.test_per_client,
-                                    image_size(settings), settings.shots, settings.seed)  # fmt: skip
+    train, test = _synthetic_client(
+        num_partitions,
+        settings.train_pool,
+        settings.test_per_client,
+        image_size(settings),
+        settings.shots,
+        settings.seed,
+    )
     return train[partition_id], test[partition_id]
 
 

@@ -57,9 +57,17 @@ class PromptLearner(nn.Module):
         The text tower's position limit.
     """
 
-    def __init__(self, token_embedding: nn.Embedding, tokenizer, classnames: Sequence[str],
-                 n_global: int = 16, n_local: int = 16, style_phrase: str = "with a style of",
-                 max_length: int = 77, init_std: float = 0.02):  # fmt: skip
+    def __init__(
+        self,
+        token_embedding: nn.Embedding,
+        tokenizer,
+        classnames: Sequence[str],
+        n_global: int = 16,
+        n_local: int = 16,
+        style_phrase: str = "with a style of",
+        max_length: int = 77,
+        init_std: float = 0.02,
+    ):
         super().__init__()
         if not classnames or any(not isinstance(c, str) or not c.strip() for c in classnames):
             raise ValueError(f"classnames must be non-empty strings, got {classnames!r}")
@@ -80,8 +88,10 @@ class PromptLearner(nn.Module):
             if not out:
                 raise ValueError(f"the tokenizer maps {text!r} to no token")
             if unk is not None and unk in out:
-                raise ValueError(f"unknown class name or word in {text!r}: the tokenizer maps "
-                                 "part of it to its unknown token")  # fmt: skip
+                raise ValueError(
+                    f"unknown class name or word in {text!r}: the tokenizer maps "
+                    "part of it to its unknown token"
+                )
             return out
 
         bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
@@ -142,16 +152,29 @@ class FedDDAModel(nn.Module):
         Use the shared / specific adapters and the gate (FedDDA) or the raw image feature.
     """
 
-    def __init__(self, clip, tokenizer, classnames: Sequence[str], n_global: int = 16,
-                 n_local: int = 16, adapters: bool = True, reduction: int = 4):  # fmt: skip
+    def __init__(
+        self,
+        clip,
+        tokenizer,
+        classnames: Sequence[str],
+        n_global: int = 16,
+        n_local: int = 16,
+        adapters: bool = True,
+        reduction: int = 4,
+    ):
         super().__init__()
         self.clip = clip.eval()
         for p in self.clip.parameters():
             p.requires_grad_(False)
         text = clip.text_model
-        self.prompt = PromptLearner(text.embeddings.token_embedding, tokenizer, classnames,
-                                    n_global, n_local,
-                                    max_length=clip.config.text_config.max_position_embeddings)  # fmt: skip
+        self.prompt = PromptLearner(
+            text.embeddings.token_embedding,
+            tokenizer,
+            classnames,
+            n_global,
+            n_local,
+            max_length=clip.config.text_config.max_position_embeddings,
+        )
         dim = clip.config.projection_dim
         self.adapters = adapters
         if adapters:
@@ -174,8 +197,9 @@ class FedDDAModel(nn.Module):
         text = self.clip.text_model
         embeds = self.prompt()
         hidden = text.embeddings(inputs_embeds=embeds)
-        mask = create_causal_mask(config=text.config, inputs_embeds=hidden, attention_mask=None,
-                                  cache=None)  # fmt: skip
+        mask = create_causal_mask(
+            config=text.config, inputs_embeds=hidden, attention_mask=None, cache=None
+        )
         out = text.encoder(inputs_embeds=hidden, attention_mask=mask, is_causal=True)
         last = text.final_layer_norm(out.last_hidden_state)
         pooled = last[torch.arange(len(last), device=last.device), self.prompt.eot]

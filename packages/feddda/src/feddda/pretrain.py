@@ -18,18 +18,37 @@ from .data import caption_words, pixel_values, synthetic_images
 from .text import word_tokenizer
 
 CONFIG = {
-    "text_config": {"vocab_size": 64, "hidden_size": 64, "intermediate_size": 128,
-                    "num_hidden_layers": 2, "num_attention_heads": 4,
-                    "max_position_embeddings": 48, "bos_token_id": 1, "eos_token_id": 3,
-                    "pad_token_id": 0},
-    "vision_config": {"image_size": 32, "patch_size": 4, "hidden_size": 64,
-                      "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4},
+    "text_config": {
+        "vocab_size": 64,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 48,
+        "bos_token_id": 1,
+        "eos_token_id": 3,
+        "pad_token_id": 0,
+    },
+    "vision_config": {
+        "image_size": 32,
+        "patch_size": 4,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+    },
     "projection_dim": 32,
-}  # fmt: skip
+}
 
 
-def pretrain_clip(steps: int = 1000, n_images: int = 12000, batch_size: int = 128, lr: float = 3e-3,
-                  seed: int = 0, show_progress: bool = False):  # fmt: skip
+def pretrain_clip(
+    steps: int = 1000,
+    n_images: int = 12000,
+    batch_size: int = 128,
+    lr: float = 3e-3,
+    seed: int = 0,
+    show_progress: bool = False,
+):
     """``(CLIPModel, tokenizer)`` trained with the symmetric InfoNCE loss on captions
     (AdamW, one-cycle learning-rate schedule)."""
     from transformers import CLIPConfig, CLIPModel
@@ -46,13 +65,18 @@ def pretrain_clip(steps: int = 1000, n_images: int = 12000, batch_size: int = 12
     model.train()
     for _ in track(range(steps), "pretrain CLIP") if show_progress else range(steps):
         idx = torch.randint(0, len(data), (batch_size,), generator=g)
-        out = model(input_ids=text["input_ids"][idx], attention_mask=text["attention_mask"][idx],
-                    pixel_values=pixels[idx])  # fmt: skip
+        out = model(
+            input_ids=text["input_ids"][idx],
+            attention_mask=text["attention_mask"][idx],
+            pixel_values=pixels[idx],
+        )
         # duplicate captions in a batch are positives too: soft targets over equal captions
         same = (text["input_ids"][idx][:, None] == text["input_ids"][idx][None]).all(-1).float()
         target = same / same.sum(1, keepdim=True)
-        loss = (F.cross_entropy(out.logits_per_image, target)
-                + F.cross_entropy(out.logits_per_text, target)) / 2  # fmt: skip
+        loss = (
+            F.cross_entropy(out.logits_per_image, target)
+            + F.cross_entropy(out.logits_per_text, target)
+        ) / 2
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -99,10 +99,13 @@ def make_server_app(**overrides) -> ServerApp:
         shared = shared_part(model, settings.method)
         nodes = settings.min_nodes or len(list(grid.get_node_ids())) or 1
         strategy = SharedPartFedAvg(
-            fraction_train=1.0, fraction_evaluate=1.0, min_train_nodes=1,
-            min_evaluate_nodes=1, min_available_nodes=nodes,
+            fraction_train=1.0,
+            fraction_evaluate=1.0,
+            min_train_nodes=1,
+            min_evaluate_nodes=1,
+            min_available_nodes=nodes,
             evaluate_metrics_aggr_fn=per_client_metrics,
-        )  # fmt: skip
+        )
         result = strategy.start(
             grid=grid,
             initial_arrays=ArrayRecord(shared),

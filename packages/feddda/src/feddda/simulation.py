@@ -7,8 +7,13 @@ import tempfile
 from pathlib import Path
 
 
-def simulate(settings: dict, num_supernodes: int = 4, num_cpus: int | None = None,
-             client_gpus: float = 0.0, client_mods=None) -> dict:  # fmt: skip
+def simulate(
+    settings: dict,
+    num_supernodes: int = 4,
+    num_cpus: int | None = None,
+    client_gpus: float = 0.0,
+    client_mods=None,
+) -> dict:
     """One run of the Flower app on the simulation engine with ``settings`` baked in.
 
     Parameters

@@ -30,6 +30,9 @@ def word_tokenizer(words: Iterable[str]):
         special_tokens=[("<|startoftext|>", 1), ("<|endoftext|>", 3)],
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", bos_token="<|startoftext|>",
-        eos_token="<|endoftext|>", unk_token="<unk>",
-    )  # fmt: skip
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        bos_token="<|startoftext|>",
+        eos_token="<|endoftext|>",
+        unk_token="<unk>",
+    )

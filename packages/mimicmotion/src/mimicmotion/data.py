@@ -19,8 +19,21 @@ from PIL import Image, ImageDraw
 from .pose import PoseSequence
 
 # COCO-18 limbs drawn as the figure's body: arms, legs, torso sides, neck
-_BODY_SEGMENTS = ((2, 3), (3, 4), (5, 6), (6, 7), (8, 9), (9, 10), (11, 12), (12, 13),
-                  (2, 8), (5, 11), (2, 5), (8, 11), (1, 0))  # fmt: skip
+_BODY_SEGMENTS = (
+    (2, 3),
+    (3, 4),
+    (5, 6),
+    (6, 7),
+    (8, 9),
+    (9, 10),
+    (11, 12),
+    (12, 13),
+    (2, 8),
+    (5, 11),
+    (2, 5),
+    (8, 11),
+    (1, 0),
+)
 
 
 @dataclass
@@ -60,8 +73,9 @@ def stick_figure_poses(num_frames: int, rng: np.random.Generator) -> PoseSequenc
         body[:, hip + 1] = body[:, hip] + 1.4 * u * _rot(leg)
         body[:, hip + 2] = body[:, hip + 1] + 1.4 * u * _rot(leg * 0.5)
     # eyes and ears around the nose
-    for k, off in zip((14, 15, 16, 17), ((-0.25, -0.2), (0.25, -0.2), (-0.5, 0), (0.5, 0)),
-                      strict=True):  # fmt: skip
+    for k, off in zip(
+        (14, 15, 16, 17), ((-0.25, -0.2), (0.25, -0.2), (-0.5, 0), (0.5, 0)), strict=True
+    ):
         body[:, k] = body[:, 0] + np.array(off) * u
     body_scores = np.clip(rng.normal(0.95, 0.03, (num_frames, 18)), 0, 1)
 
@@ -87,8 +101,9 @@ def stick_figure_poses(num_frames: int, rng: np.random.Generator) -> PoseSequenc
     return PoseSequence(body, body_scores, hands, hand_scores, face, face_scores)
 
 
-def render_figure(poses: PoseSequence, height: int, width: int,
-                  rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def render_figure(
+    poses: PoseSequence, height: int, width: int, rng: np.random.Generator
+) -> np.ndarray:
     """The figure's appearance, ``(F, height, width, 3)`` uint8; colours drawn from ``rng``."""
     colours = rng.integers(0, 256, (5, 3))
     background, clothes, skin, glove_r, glove_l = (tuple(int(v) for v in c) for c in colours)

@@ -202,8 +202,14 @@ class DWPoseEstimator:
                 if best is None or parts[1].mean() > best[1].mean():
                     best = parts
             if best is None:
-                best = (np.zeros((18, 2)), np.zeros(18), np.zeros((2, 21, 2)), np.zeros((2, 21)),
-                        np.zeros((68, 2)), np.zeros(68))  # fmt: skip
+                best = (
+                    np.zeros((18, 2)),
+                    np.zeros(18),
+                    np.zeros((2, 21, 2)),
+                    np.zeros((2, 21)),
+                    np.zeros((68, 2)),
+                    np.zeros(68),
+                )
             out.append(best)
         if not out:
             raise ValueError("frames is empty")

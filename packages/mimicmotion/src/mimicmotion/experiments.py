@@ -67,9 +67,14 @@ def _inputs(num_frames: int, size: int, seed: int):
 def _generate(pipe, num_frames, size, steps, seed, overlap=OVERLAP, output_type="np"):
     image, poses = _inputs(num_frames, size, seed)
     return pipe(
-        image, poses, tile_size=TILE, tile_overlap=overlap, num_inference_steps=steps,
-        output_type=output_type, generator=torch.Generator().manual_seed(seed),
-    ).frames  # fmt: skip
+        image,
+        poses,
+        tile_size=TILE,
+        tile_overlap=overlap,
+        num_inference_steps=steps,
+        output_type=output_type,
+        generator=torch.Generator().manual_seed(seed),
+    ).frames
 
 
 def boundary_jump(latents: torch.Tensor) -> float:
@@ -87,9 +92,16 @@ def _length_rows(cfg: dict, seed: int) -> list[Row]:
     for n in cfg["frames"]:
         start = time.perf_counter()
         comp = compare(
-            {"fused": lambda n=n: _generate(pipe, n, cfg["size"], cfg["steps"], seed, OVERLAP, "latent")},
-            reference="fused", repeats=1, warmup=1, memory=True,
-        )  # fmt: skip
+            {
+                "fused": lambda n=n: _generate(
+                    pipe, n, cfg["size"], cfg["steps"], seed, OVERLAP, "latent"
+                )
+            },
+            reference="fused",
+            repeats=1,
+            warmup=1,
+            memory=True,
+        )
         timing = comp.timings["fused"]
         metrics = {
             "time_per_frame_s": timing.median / n,
@@ -135,10 +147,14 @@ def _smoothness_rows(pipe, clip, seed: int) -> list[Row]:
     ]
     for name, overlap in ((FUSED, SMOOTH_OVERLAP), ("independent windows", 1)):
         latents = pipe(
-            image, render(clip.poses, h, w), tile_size=WINDOW, tile_overlap=overlap,
-            num_inference_steps=SMOOTH_STEPS, output_type="latent",
+            image,
+            render(clip.poses, h, w),
+            tile_size=WINDOW,
+            tile_overlap=overlap,
+            num_inference_steps=SMOOTH_STEPS,
+            output_type="latent",
             generator=torch.Generator().manual_seed(seed),
-        ).frames  # fmt: skip
+        ).frames
         metrics = {
             "boundary_jump": boundary_jump(latents),
             "latent_mse_to_real": float(((latents - truth) ** 2).mean()),
@@ -205,9 +221,10 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
     frames = sorted({r.setting["num_frames"] for r in length})
     fig, axes = plt.subplots(1, 2, figsize=(8, 3))
     axes[0].plot(
-        frames, [mean_metric(length, "time_per_frame_s", FUSED, num_frames=f) for f in frames],
+        frames,
+        [mean_metric(length, "time_per_frame_s", FUSED, num_frames=f) for f in frames],
         "o-",
-    )  # fmt: skip
+    )
     axes[0].set_ylabel("s per frame")
     axes[1].plot(
         frames, [mean_metric(length, "peak_mib", FUSED, num_frames=f) for f in frames], "o-"

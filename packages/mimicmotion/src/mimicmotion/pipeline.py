@@ -143,9 +143,15 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
 
         # one tile of noise, repeated: every window starts from the same noise pattern
         tile = self.prepare_latents(
-            1, tile_size, self.unet.config.in_channels, height, width, embeds.dtype, device,
+            1,
+            tile_size,
+            self.unet.config.in_channels,
+            height,
+            width,
+            embeds.dtype,
+            device,
             generator,
-        )  # fmt: skip
+        )
         latents = tile.repeat(1, math.ceil(n_frames / tile_size), 1, 1, 1)[:, :n_frames]
 
         def window(idx: list[int], x: torch.Tensor, t) -> torch.Tensor:
@@ -158,9 +164,12 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
             if cfg:  # the unconditional half has no pose, no reference image
                 pose = torch.cat([torch.zeros_like(pose), pose])
             pred = self.unet(
-                inputs, t, encoder_hidden_states=embeds, added_time_ids=time_ids,
+                inputs,
+                t,
+                encoder_hidden_states=embeds,
+                added_time_ids=time_ids,
                 pose_latents=pose,
-            ).sample  # fmt: skip
+            ).sample
             if not cfg:
                 return pred
             uncond, cond = pred.chunk(2)
@@ -172,8 +181,10 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
                 model_input = self.scheduler.scale_model_input(latents, t)
                 noise_pred = fuse(
                     lambda idx, x=model_input, t=t: window(idx, x, t),
-                    n_frames, tile_size, tile_overlap,
-                )  # fmt: skip
+                    n_frames,
+                    tile_size,
+                    tile_overlap,
+                )
                 latents = self.scheduler.step(noise_pred, t, latents).prev_sample
                 if callback_on_step_end is not None:
                     out = callback_on_step_end(self, i, t, {"latents": latents}) or {}

@@ -18,14 +18,44 @@ from PIL import Image, ImageDraw
 
 # COCO-18 limbs (0-based) and the usual OpenPose colours
 BODY_LIMBS = (
-    (1, 2), (1, 5), (2, 3), (3, 4), (5, 6), (6, 7), (1, 8), (8, 9), (9, 10),
-    (1, 11), (11, 12), (12, 13), (1, 0), (0, 14), (14, 16), (0, 15), (15, 17),
-)  # fmt: skip
+    (1, 2),
+    (1, 5),
+    (2, 3),
+    (3, 4),
+    (5, 6),
+    (6, 7),
+    (1, 8),
+    (8, 9),
+    (9, 10),
+    (1, 11),
+    (11, 12),
+    (12, 13),
+    (1, 0),
+    (0, 14),
+    (14, 16),
+    (0, 15),
+    (15, 17),
+)
 BODY_COLOURS = (
-    (255, 0, 0), (255, 85, 0), (255, 170, 0), (255, 255, 0), (170, 255, 0), (85, 255, 0),
-    (0, 255, 0), (0, 255, 85), (0, 255, 170), (0, 255, 255), (0, 170, 255), (0, 85, 255),
-    (0, 0, 255), (85, 0, 255), (170, 0, 255), (255, 0, 255), (255, 0, 170), (255, 0, 85),
-)  # fmt: skip
+    (255, 0, 0),
+    (255, 85, 0),
+    (255, 170, 0),
+    (255, 255, 0),
+    (170, 255, 0),
+    (85, 255, 0),
+    (0, 255, 0),
+    (0, 255, 85),
+    (0, 255, 170),
+    (0, 255, 255),
+    (0, 170, 255),
+    (0, 85, 255),
+    (0, 0, 255),
+    (85, 0, 255),
+    (170, 0, 255),
+    (255, 0, 255),
+    (255, 0, 170),
+    (255, 0, 85),
+)
 HAND_EDGES = tuple((0 if j == 0 else 4 * f + j, 4 * f + j + 1) for f in range(5) for j in range(4))
 HAND_COLOURS = tuple(
     tuple(int(255 * c) for c in colorsys.hsv_to_rgb(i / len(HAND_EDGES), 1.0, 1.0))
@@ -123,9 +153,11 @@ def render(poses: PoseSequence, height: int, width: int, threshold: float = 0.3)
 
 
 def rescale_to_reference(
-    driving: PoseSequence, reference_body: np.ndarray, reference_scores: np.ndarray,
+    driving: PoseSequence,
+    reference_body: np.ndarray,
+    reference_scores: np.ndarray,
     threshold: float = 0.3,
-) -> PoseSequence:  # fmt: skip
+) -> PoseSequence:
     """Map a driving pose onto the reference skeleton by a per-axis linear fit.
 
     ``x' = a_x x + b_x`` and ``y' = a_y y + b_y`` are fitted by least squares between the
@@ -155,6 +187,10 @@ def rescale_to_reference(
         return out
 
     return PoseSequence(
-        apply(driving.body), driving.body_scores.copy(), apply(driving.hands),
-        driving.hand_scores.copy(), apply(driving.face), driving.face_scores.copy(),
-    )  # fmt: skip
+        apply(driving.body),
+        driving.body_scores.copy(),
+        apply(driving.hands),
+        driving.hand_scores.copy(),
+        apply(driving.face),
+        driving.face_scores.copy(),
+    )

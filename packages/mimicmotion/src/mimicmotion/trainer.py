@@ -173,11 +173,20 @@ def fit(
         latents, ref, embeds, time_ids, poses, mask, _ = _batch(pipe, data, items)
         losses.append(
             training_step(
-                pipe.unet, pipe.pose_net, latents, ref, embeds, time_ids, poses, optimizer,
-                mask=mask, factor=factor, generator=generator,
+                pipe.unet,
+                pipe.pose_net,
+                latents,
+                ref,
+                embeds,
+                time_ids,
+                poses,
+                optimizer,
+                mask=mask,
+                factor=factor,
+                generator=generator,
                 condition_dropout=condition_dropout,
             )
-        )  # fmt: skip
+        )
     pipe.unet.eval()
     pipe.pose_net.eval()
     return losses

@@ -9,9 +9,13 @@ from .pose import PoseSequence
 
 
 def region_mask(
-    poses: PoseSequence, height: int, width: int, threshold: float = 0.3, radius: float = 0.06,
+    poses: PoseSequence,
+    height: int,
+    width: int,
+    threshold: float = 0.3,
+    radius: float = 0.06,
     parts: tuple[str, ...] = ("hands", "face"),
-) -> torch.Tensor:  # fmt: skip
+) -> torch.Tensor:
     """Mask ``(F, 1, height, width)`` of hand and face regions whose pose is confident.
 
     A pixel is in the mask when it lies within ``radius`` (a fraction of the shorter side)
@@ -88,10 +92,19 @@ def denoise(
 
 
 def training_step(
-    unet, pose_net, latents, ref_latents, embeds, time_ids, pose_images, optimizer,
-    mask=None, factor: float = 2.0, generator: torch.Generator | None = None,
+    unet,
+    pose_net,
+    latents,
+    ref_latents,
+    embeds,
+    time_ids,
+    pose_images,
+    optimizer,
+    mask=None,
+    factor: float = 2.0,
+    generator: torch.Generator | None = None,
     condition_dropout: float = 0.0,
-) -> float:  # fmt: skip
+) -> float:
     """One optimisation step of PoseNet + UNet on clean latents (v-prediction, EDM noise).
 
     Parameters
@@ -128,9 +141,16 @@ def training_step(
         embeds = embeds * keep.view(b, 1, 1)
         pose_keep = keep.repeat_interleave(f).view(b * f, 1, 1, 1)
     denoised = denoise(
-        unet, pose_net, latents + sigma * noise, sigma, ref_latents, embeds, time_ids,
-        pose_images, pose_keep,
-    )  # fmt: skip
+        unet,
+        pose_net,
+        latents + sigma * noise,
+        sigma,
+        ref_latents,
+        embeds,
+        time_ids,
+        pose_images,
+        pose_keep,
+    )
     loss = regional_loss(denoised, latents, mask, factor)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

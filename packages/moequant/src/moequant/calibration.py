@@ -142,9 +142,14 @@ def random_tokens(
 
 @torch.no_grad()
 def self_generate(
-    model: nn.Module, tokenizer, n_samples: int, seq_len: int, seed: int = 0,
-    temperature: float = 1.0, batch_size: int = 16,
-) -> torch.Tensor:  # fmt: skip
+    model: nn.Module,
+    tokenizer,
+    n_samples: int,
+    seq_len: int,
+    seed: int = 0,
+    temperature: float = 1.0,
+    batch_size: int = 16,
+) -> torch.Tensor:
     """Plain self-generation: sampling from BOS + one random token (EOS suppressed)."""
     g = torch.Generator().manual_seed(seed)
     start = _starts(tokenizer, model, n_samples, g)
@@ -158,11 +163,18 @@ def self_generate(
         new = seq_len - ids.shape[1]
         out.append(
             model.generate(
-                ids, attention_mask=torch.ones_like(ids), do_sample=True, top_k=0, top_p=1.0,
-                temperature=temperature, max_new_tokens=new, min_new_tokens=new,
-                eos_token_id=eos or None, pad_token_id=eos[0] if eos else 0,
+                ids,
+                attention_mask=torch.ones_like(ids),
+                do_sample=True,
+                top_k=0,
+                top_p=1.0,
+                temperature=temperature,
+                max_new_tokens=new,
+                min_new_tokens=new,
+                eos_token_id=eos or None,
+                pad_token_id=eos[0] if eos else 0,
             ).cpu()
-        )  # fmt: skip
+        )
     return torch.cat(out)
 
 

@@ -36,15 +36,33 @@ from .lm import cached_model
 from .quantize import quantize
 
 PROFILES = {
-    "quick": {"hidden": 64, "steps": 400, "n_cal": 32, "cal_len": 128, "group": 32, "test_tokens": 100_000},
-    "full": {"hidden": 128, "steps": 1200, "n_cal": 64, "cal_len": 256, "group": 64, "test_tokens": 400_000},
-}  # fmt: skip
+    "quick": {
+        "hidden": 64,
+        "steps": 400,
+        "n_cal": 32,
+        "cal_len": 128,
+        "group": 32,
+        "test_tokens": 100_000,
+    },
+    "full": {
+        "hidden": 128,
+        "steps": 1200,
+        "n_cal": 64,
+        "cal_len": 256,
+        "group": 64,
+        "test_tokens": 400_000,
+    },
+}
 BITS = (3, 4)
 EBSS_TAUS = {"EBSS": 1.2, "EBSS (tau 0.1)": 0.1}  # the paper's tau, and a sensitivity row
 SETS = ("random text", "random tokens", "self-generated", *EBSS_TAUS)
 FP, RTN, GPTQ, GPTQ_EBSS, MOEQUANT = (
-    "full precision", "RTN", "GPTQ (random text)", "GPTQ (EBSS)", "MoEQuant (EBSS + AGQ)",
-)  # fmt: skip
+    "full precision",
+    "RTN",
+    "GPTQ (random text)",
+    "GPTQ (EBSS)",
+    "MoEQuant (EBSS + AGQ)",
+)
 GPTQ_EBSS01, MOEQUANT01 = "GPTQ (EBSS tau 0.1)", "MoEQuant (EBSS tau 0.1 + AGQ)"
 MOEQUANT_C2 = "MoEQuant (EBSS + AGQ with c^2)"
 METHODS = (RTN, GPTQ, GPTQ_EBSS, MOEQUANT, MOEQUANT_C2, GPTQ_EBSS01, MOEQUANT01)
@@ -78,8 +96,11 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
     for name, ids in sets.items():
         stats = expert_balance(model, ids)
         counts[name] = stats["counts"].tolist()
-        metrics = {"mean_std": stats["mean_std"], "min_count": stats["min_count"],
-                   "coverage": stats["coverage"]}  # fmt: skip
+        metrics = {
+            "mean_std": stats["mean_std"],
+            "min_count": stats["min_count"],
+            "coverage": stats["coverage"],
+        }
         if name in ebss_s:
             metrics["generation_s"] = ebss_s[name]
         rows.append(Row(name, seed, metrics, {"part": "calibration"}, baseline=name not in ebss_s))
@@ -89,23 +110,39 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
     rows.append(
         Row(FP, seed, {"ppl": fp, "gap": 0.0}, {"part": "quantization", "bits": 16}, baseline=True)
     )
-    plan = ((RTN, "rtn", "random text", 1.0), (GPTQ, "gptq", "random text", 1.0),
-            (GPTQ_EBSS, "gptq", "EBSS", 1.0), (MOEQUANT, "moequant", "EBSS", 1.0),
-            (MOEQUANT_C2, "moequant", "EBSS", 2.0),
-            (GPTQ_EBSS01, "gptq", "EBSS (tau 0.1)", 1.0),
-            (MOEQUANT01, "moequant", "EBSS (tau 0.1)", 1.0))  # fmt: skip
+    plan = (
+        (RTN, "rtn", "random text", 1.0),
+        (GPTQ, "gptq", "random text", 1.0),
+        (GPTQ_EBSS, "gptq", "EBSS", 1.0),
+        (MOEQUANT, "moequant", "EBSS", 1.0),
+        (MOEQUANT_C2, "moequant", "EBSS", 2.0),
+        (GPTQ_EBSS01, "gptq", "EBSS (tau 0.1)", 1.0),
+        (MOEQUANT01, "moequant", "EBSS (tau 0.1)", 1.0),
+    )
     for bits in BITS:
         for name, method, cal, power in plan:
             t0 = time.perf_counter()
-            q, log = quantize(copy.deepcopy(model), sets[cal], method, bits, cfg["group"],
-                              affinity_power=power, log=True)  # fmt: skip
+            q, log = quantize(
+                copy.deepcopy(model),
+                sets[cal],
+                method,
+                bits,
+                cfg["group"],
+                affinity_power=power,
+                log=True,
+            )
             seconds = time.perf_counter() - t0
             ppl = perplexity(q, test_ids, EVAL_LEN)
             error = sum(v["error"] for v in log["errors"].values())
-            rows.append(Row(name, seed, {"ppl": ppl, "gap": ppl - fp, "layer_error": error,
-                                         "quantize_s": seconds},
-                            {"part": "quantization", "bits": bits},
-                            baseline=name not in (MOEQUANT, MOEQUANT_C2, MOEQUANT01)))  # fmt: skip
+            rows.append(
+                Row(
+                    name,
+                    seed,
+                    {"ppl": ppl, "gap": ppl - fp, "layer_error": error, "quantize_s": seconds},
+                    {"part": "quantization", "bits": bits},
+                    baseline=name not in (MOEQUANT, MOEQUANT_C2, MOEQUANT01),
+                )
+            )
     rows.append(Row("(setup)", seed, {"wall_s": time.perf_counter() - start}, {"part": "setup"}))
     return rows
 
@@ -143,11 +180,19 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
     }
     std = {s: [mean_metric(rows, "mean_std", s, part="calibration")] for s in SETS}
     return [
-        grouped_bars(gaps, [f"{b}-bit" for b in BITS], out_dir / "perplexity_gap.png",
-                     ylabel="perplexity gap to full precision"),
-        grouped_bars(std, ["calibration set"], out_dir / "expert_balance.png",
-                     ylabel="std of expert frequencies (lower = more even)"),
-    ]  # fmt: skip
+        grouped_bars(
+            gaps,
+            [f"{b}-bit" for b in BITS],
+            out_dir / "perplexity_gap.png",
+            ylabel="perplexity gap to full precision",
+        ),
+        grouped_bars(
+            std,
+            ["calibration set"],
+            out_dir / "expert_balance.png",
+            ylabel="std of expert frequencies (lower = more even)",
+        ),
+    ]
 
 
 MOE_PTQ = Experiment(

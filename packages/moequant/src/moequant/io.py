@@ -56,9 +56,13 @@ def load_quantized(path: str | Path, device: str | torch.device = "cpu") -> nn.M
     for name, kind in cfg.modules.items():
         old = get(model, name)
         if kind == "linear":
-            new = QuantLinear(old.in_features, old.out_features,
-                              _groups(old.in_features, cfg.group_size), cfg.bits,
-                              old.bias is not None)  # fmt: skip
+            new = QuantLinear(
+                old.in_features,
+                old.out_features,
+                _groups(old.in_features, cfg.group_size),
+                cfg.bits,
+                old.bias is not None,
+            )
         elif kind == "router":
             e, d = old.weight.shape
             route = functools.partial(adapter.route, config)
@@ -66,8 +70,14 @@ def load_quantized(path: str | Path, device: str | torch.device = "cpu") -> nn.M
         elif kind == "experts":
             e, two_i, d = old.gate_up_proj.shape
             i = two_i // 2
-            new = QuantExperts(e, d, i, (_groups(d, cfg.group_size), _groups(i, cfg.group_size)),
-                               cfg.bits, old.act_fn)  # fmt: skip
+            new = QuantExperts(
+                e,
+                d,
+                i,
+                (_groups(d, cfg.group_size), _groups(i, cfg.group_size)),
+                cfg.bits,
+                old.act_fn,
+            )
         else:
             raise ValueError(f"{QUANT_CONFIG}: unknown module kind {kind!r} for {name}")
         _set(model, name, new)

@@ -48,9 +48,11 @@ def train_tokenizer(texts: list[str], vocab_size: int = 1024):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<s>", "</s>"], show_progress=False,
+        vocab_size=vocab_size,
+        special_tokens=["<s>", "</s>"],
+        show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )  # fmt: skip
+    )
     tok.train_from_iterator(texts, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
 
@@ -71,16 +73,33 @@ def tiny_mixtral(
 
     torch.manual_seed(seed)
     config = MixtralConfig(
-        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-        num_local_experts=experts, num_experts_per_tok=2, max_position_embeddings=1024,
-        bos_token_id=0, eos_token_id=1, tie_word_embeddings=False, router_aux_loss_coef=0.02,
-    )  # fmt: skip
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=experts,
+        num_experts_per_tok=2,
+        max_position_embeddings=1024,
+        bos_token_id=0,
+        eos_token_id=1,
+        tie_word_embeddings=False,
+        router_aux_loss_coef=0.02,
+    )
     return MixtralForCausalLM(config)
 
 
-def train_lm(model, ids: torch.Tensor, steps: int, seq_len: int = 128, batch_size: int = 16,
-             lr: float = 3e-3, seed: int = 0, show_progress: bool = False) -> list[float]:  # fmt: skip
+def train_lm(
+    model,
+    ids: torch.Tensor,
+    steps: int,
+    seq_len: int = 128,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    seed: int = 0,
+    show_progress: bool = False,
+) -> list[float]:
     """Next-token training on random windows of ``ids`` with the router load-balancing loss;
     warm-up + cosine AdamW. Returns the language-model loss per step."""
     g = torch.Generator().manual_seed(seed)
@@ -107,8 +126,14 @@ def train_lm(model, ids: torch.Tensor, steps: int, seq_len: int = 128, batch_siz
     return losses
 
 
-def cached_model(cache_dir: str | Path, steps: int, vocab_size: int = 1024, hidden: int = 128,
-                 seed: int = 0, show_progress: bool = False):  # fmt: skip
+def cached_model(
+    cache_dir: str | Path,
+    steps: int,
+    vocab_size: int = 1024,
+    hidden: int = 128,
+    seed: int = 0,
+    show_progress: bool = False,
+):
     """``(model, tokenizer, train_ids, test_ids)``: trained once, then loaded from
     ``cache_dir/<key>`` (the key hashes the settings and the corpus)."""
     from transformers import AutoTokenizer, MixtralForCausalLM

@@ -67,8 +67,13 @@ class QuantLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, qw: QuantizedWeight) -> QuantLinear:
-        out = cls(linear.in_features, linear.out_features, qw.scales.shape[1], qw.bits,
-                  linear.bias is not None)  # fmt: skip
+        out = cls(
+            linear.in_features,
+            linear.out_features,
+            qw.scales.shape[1],
+            qw.bits,
+            linear.bias is not None,
+        )
         out.weight_q = PackedWeight.from_quantized(qw)
         if linear.bias is not None:
             out.bias.data.copy_(linear.bias.data)
@@ -99,8 +104,9 @@ class QuantExperts(nn.Module):
     """Fused experts (``gate_up_proj`` ``(E, 2I, D)``, ``down_proj`` ``(E, D, I)``) with packed
     per-expert weights; the same computation as transformers' ``*Experts.forward``."""
 
-    def __init__(self, num_experts: int, hidden: int, inter: int, groups: tuple[int, int],
-                 bits: int, act_fn):  # fmt: skip
+    def __init__(
+        self, num_experts: int, hidden: int, inter: int, groups: tuple[int, int], bits: int, act_fn
+    ):
         super().__init__()
         self.num_experts = num_experts
         self.gate_up_q = PackedWeight((num_experts, 2 * inter, hidden), groups[0], bits)

@@ -151,8 +151,9 @@ class _Quantizer:
         if cfg.method == "rtn" or H is None or H.n == 0:
             qw = rtn(w, cfg.bits, cfg.group_size, cfg.sym)
         else:
-            qw = gptq(w, H.H, cfg.bits, cfg.group_size, cfg.sym, cfg.act_order, self.blocksize,
-                      cfg.damp)  # fmt: skip
+            qw = gptq(
+                w, H.H, cfg.bits, cfg.group_size, cfg.sym, cfg.act_order, self.blocksize, cfg.damp
+            )
         if H is not None and H.n:
             deq = qw.dequantize()
             err = {"error": reconstruction_error(w, deq, (H_plain or H).H)}
@@ -200,8 +201,9 @@ def _quantize_moe(
     qr = quant(f"{prefix}.{adapter.router}", router.weight.data, h)
     router.weight.data.copy_(qr.dequantize().to(router.weight.dtype))
     route = functools.partial(adapter.route, config)
-    qrouter = QuantRouter(router.weight.shape[0], router.weight.shape[1], qr.scales.shape[1],
-                          cfg.bits, route)  # fmt: skip
+    qrouter = QuantRouter(
+        router.weight.shape[0], router.weight.shape[1], qr.scales.shape[1], cfg.bits, route
+    )
     qrouter.weight_q = PackedWeight.from_quantized(qr)
     packed[adapter.router] = qrouter.to(x.device)
 
@@ -252,9 +254,14 @@ def _quantize_moe(
             "calibration token; they were rounded to nearest instead",
             stacklevel=4,
         )
-    qe = QuantExperts(n_exp, experts.gate_up_proj.shape[2], experts.down_proj.shape[2],
-                      (gate_up[0].scales.shape[1], down[0].scales.shape[1]), cfg.bits,
-                      experts.act_fn)  # fmt: skip
+    qe = QuantExperts(
+        n_exp,
+        experts.gate_up_proj.shape[2],
+        experts.down_proj.shape[2],
+        (gate_up[0].scales.shape[1], down[0].scales.shape[1]),
+        cfg.bits,
+        experts.act_fn,
+    )
     qe.gate_up_q = PackedWeight.from_quantized(gate_up)
     qe.down_q = PackedWeight.from_quantized(down)
     packed[adapter.experts] = qe.to(x.device)
@@ -353,25 +360,37 @@ def quantize(
         replace: dict[str, nn.Module] = {}
         block_name = adapter.block if block is not None else None
         skip = {id(m) for m in block.modules()} if block is not None else set()
-        linears = {n: m for n, m in layer.named_modules()
-                   if isinstance(m, nn.Linear) and id(m) not in skip}  # fmt: skip
+        linears = {
+            n: m for n, m in layer.named_modules() if isinstance(m, nn.Linear) and id(m) not in skip
+        }
         for group in _sequential_groups(linears):
             qws = _quantize_linears(layer, inputs, group, quant, prefix)
             for n, qw in qws.items():
                 replace[n] = QuantLinear.from_linear(group[n], qw)
         if block is not None:
-            packed, counts = _quantize_moe(layer, inputs, block, adapter, model.config, quant,
-                                           f"{prefix}.{block_name}", method == "moequant",
-                                           affinity_power)  # fmt: skip
+            packed, counts = _quantize_moe(
+                layer,
+                inputs,
+                block,
+                adapter,
+                model.config,
+                quant,
+                f"{prefix}.{block_name}",
+                method == "moequant",
+                affinity_power,
+            )
             expert_counts[i] = counts
             replace.update({f"{block_name}.{n}": m for n, m in packed.items()})
         inputs = [(o, a, k) for o, (_, a, k) in zip(_run_layer(layer, inputs), inputs, strict=True)]
         for name, module in replace.items():
             _set(layer, name, module)
             cfg.modules[f"{prefix}.{name}"] = (
-                "experts" if isinstance(module, QuantExperts)
-                else "router" if isinstance(module, QuantRouter) else "linear"
-            )  # fmt: skip
+                "experts"
+                if isinstance(module, QuantExperts)
+                else "router"
+                if isinstance(module, QuantRouter)
+                else "linear"
+            )
     model.train(was_training)
     model.quant_config = cfg
     if log:
