@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 from icml25_core import Experiment, Method, Row, Verdict, cli
 
 runner = CliRunner()
+P = {"smoke": {}, "quick": {}, "full": {}}
 
 
 def _fails(profile, seed, out_dir):
@@ -17,6 +18,7 @@ HOLDS = Experiment(
     "c",
     lambda p, s, o: [Row("m", s, {"x": 1.0})],
     lambda r: Verdict(True, "fine"),
+    P,
     default_seeds=1,
 )
 DOES_NOT_HOLD = Experiment(
@@ -24,9 +26,10 @@ DOES_NOT_HOLD = Experiment(
     "c",
     lambda p, s, o: [Row("m", s, {"x": 1.0})],
     lambda r: Verdict(False, "not at this scale"),
+    P,
     default_seeds=1,
 )
-CRASHES = Experiment("crash", "c", _fails, lambda r: Verdict(True, ""), default_seeds=1)
+CRASHES = Experiment("crash", "c", _fails, lambda r: Verdict(True, ""), P, default_seeds=1)
 
 
 @pytest.fixture

@@ -17,10 +17,11 @@ from icml25_core import (
 )
 
 
-def _run(profile, seed, out_dir):
+def _run(config, seed, out_dir):
+    n = config["n"]
     return [
-        Row("mine", seed, {"score": 1.0 + seed, "only_mine": 5.0}, {"n": 10}),
-        Row("peer", seed, {"score": 0.5 * seed}, {"n": 10}, baseline=True),
+        Row("mine", seed, {"score": 1.0 + seed, "only_mine": 5.0}, {"n": n}),
+        Row("peer", seed, {"score": 0.5 * seed}, {"n": n}, baseline=True),
     ]
 
 
@@ -30,7 +31,9 @@ def _judge(rows):
     return Verdict(bool(mine > peer + 0.5), f"mine {mine:.2f} vs peer {peer:.2f}")
 
 
-TOY = Experiment("toy", "mine beats peer by 0.5", _run, _judge, default_seeds=2)
+PROFILES = {"smoke": {"n": 2}, "quick": {"n": 10}, "full": {"n": 100}}
+EMPTY = {"smoke": {}, "quick": {}, "full": {}}
+TOY = Experiment("toy", "mine beats peer by 0.5", _run, _judge, PROFILES, default_seeds=2)
 
 
 def test_seeds_rows_and_verdict(tmp_path):
@@ -39,7 +42,7 @@ def test_seeds_rows_and_verdict(tmp_path):
     assert len(result.rows) == 6
     # mine mean = 2.0, peer mean = 0.5
     assert result.held
-    assert result.verdict == "mine 2.00 vs peer 0.50"
+    assert result.verdict == Verdict(True, "mine 2.00 vs peer 0.50")
     assert result.environment["icml25-core"]
 
 
@@ -51,7 +54,9 @@ def test_default_and_explicit_seeds(tmp_path):
 def test_claim_that_does_not_hold_is_a_result(tmp_path):
     result = run_experiment(TOY, method="m", seeds=[0], out_dir=tmp_path)  # mine 1.0 vs peer 0.0
     assert result.held
-    strict = Experiment("strict", "mine beats peer by 5", _run, lambda rows: Verdict(False, "no"))
+    strict = Experiment(
+        "strict", "mine beats peer by 5", _run, lambda rows: Verdict(False, "no"), PROFILES
+    )
     assert not run_experiment(strict, method="m", seeds=1, out_dir=tmp_path).held
 
 
@@ -71,6 +76,7 @@ def test_nan_metrics_are_ignored_in_summary(tmp_path):
         "c",
         lambda p, s, o: [Row("m", s, {"x": math.nan if s == 0 else 2.0})],
         lambda r: Verdict(True, ""),
+        EMPTY,
     )
     result = run_experiment(exp, method="m", seeds=2, out_dir=tmp_path)
     assert result.summary()[0]["metrics"]["x"] == (2.0, 0.0)
@@ -80,6 +86,7 @@ def test_nan_metrics_are_ignored_in_summary(tmp_path):
     ("kwargs", "match"),
     [
         ({"profile": "huge"}, "profile must be one of"),
+        ({"overrides": {"size": 3}}, r"overrides \['size'\] are not settings"),
         ({"seeds": 0}, "seeds must be a positive"),
         ({"seeds": []}, "seeds must not be empty"),
     ],
@@ -97,7 +104,7 @@ def test_reports_round_trip(tmp_path):
     assert "| mine | 10 | 2 | 1.5 ± 0.7071 | 5 |" in markdown_table(result)
     data = json.loads(paths["json"].read_text())
     again = Result.from_dict(data[0])
-    assert again.rows == result.rows and again.held == result.held
+    assert again.rows == result.rows and again.verdict == result.verdict
 
 
 def test_report_links_figures_relative_to_the_report(tmp_path, monkeypatch):
@@ -106,7 +113,7 @@ def test_report_links_figures_relative_to_the_report(tmp_path, monkeypatch):
         path.write_bytes(b"png")
         return [path]
 
-    exp = Experiment("plotted", "c", _run, _judge, plot=plot)
+    exp = Experiment("plotted", "c", _run, _judge, PROFILES, plot=plot)
     monkeypatch.chdir(tmp_path)
     result = run_experiment(exp, method="m", seeds=1, out_dir="runs/x/m/plotted")
     text = write_reports([result], "runs/x")["markdown"].read_text()
@@ -126,3 +133,42 @@ def test_mean_metric_filters_by_method_and_setting():
     assert mean_metric(rows, "m", "a") == pytest.approx(14 / 3)
     assert mean_metric(rows, "m", "b", task="x", n=1) == 7.0
     assert math.isnan(mean_metric(rows, "m", "a", task="z"))
+
+
+def test_profiles_are_data_and_the_run_gets_the_chosen_one(tmp_path):
+    for profile, n in (("smoke", 2), ("quick", 10), ("full", 100)):
+        result = run_experiment(TOY, profile=profile, seeds=1, out_dir=tmp_path)
+        assert {r.setting["n"] for r in result.rows} == {n}
+        assert result.profile == profile
+    result = run_experiment(TOY, overrides={"n": 7}, seeds=1, out_dir=tmp_path)
+    assert {r.setting["n"] for r in result.rows} == {7}
+    assert TOY.profiles["quick"] == {"n": 10}, "an override does not change the experiment"
+
+
+def test_an_experiment_must_define_every_profile():
+    with pytest.raises(ValueError, match=r"missing \['smoke'\]"):
+        Experiment("x", "c", _run, _judge, {"quick": {}, "full": {}})
+
+
+def test_judge_must_return_a_verdict(tmp_path):
+    exp = Experiment("x", "c", _run, lambda rows: True, PROFILES)
+    with pytest.raises(TypeError, match="must return a Verdict"):
+        run_experiment(exp, seeds=1, out_dir=tmp_path)
+
+
+def test_method_comes_from_the_registration(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from icml25_core import Method
+
+    module = types.ModuleType("fake_pkg.experiments")
+    module.TOY = TOY
+    monkeypatch.setitem(sys.modules, "fake_pkg.experiments", module)
+    fake = Method(
+        "fake-pkg", "T", ("A",), "ICML 2025", "u", "s", {"toy": "fake_pkg.experiments:TOY"}
+    )
+    monkeypatch.setattr("icml25_core.method.discover_methods", lambda: {"fake-pkg": fake})
+    assert run_experiment(TOY, seeds=1, out_dir=tmp_path).method == "fake-pkg"
+    monkeypatch.setattr("icml25_core.method.discover_methods", lambda: {})
+    assert run_experiment(TOY, seeds=1, out_dir=tmp_path).method == "unregistered"

@@ -1,27 +1,103 @@
-"""Seeding, device choice and input validation."""
+"""Device choice, the build-once cache and input validation."""
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from icml25_core import check_array, check_choice, check_scalar, seed_everything, select_device
-
-
-def test_seed_everything_is_reproducible():
-    g1, g2 = seed_everything(3), seed_everything(3)
-    assert np.array_equal(g1.random(5), g2.random(5))
-    seed_everything(4)
-    x = np.random.random(3)  # noqa: NPY002 - global state is what is being tested
-    seed_everything(4)
-    assert np.array_equal(x, np.random.random(3))  # noqa: NPY002
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
-        seed_everything(-1)
+from icml25_core import build_once, check_array, check_choice, check_scalar, select_device
 
 
 def test_select_device():
     assert select_device("cpu") == "cpu"
     assert select_device() in ("cuda", "mps", "cpu")
-    with pytest.raises(ValueError, match="preference must be one of"):
+    assert select_device("auto") == select_device(None) == select_device()
+    with pytest.raises(ValueError, match="preference must be 'auto' or one of"):
         select_device("tpu")
+
+
+def test_select_device_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("ICML25_DEVICE", "cpu")
+    assert select_device("auto") == "cpu"
+    monkeypatch.setenv("ICML25_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="got 'tpu'"):
+        select_device("auto")
+
+
+def _write(folder):
+    (folder / "weights.txt").write_text("trained")
+
+
+def test_build_once_builds_once_and_atomically(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML25_CACHE", str(tmp_path))
+    calls = []
+
+    def builder(folder):
+        calls.append(folder)
+        assert not any(folder.iterdir()), "the builder gets an empty folder"
+        _write(folder)
+
+    path = build_once("model-a", builder, package="pkg")
+    assert path == tmp_path / "pkg" / "model-a"
+    assert (path / "weights.txt").read_text() == "trained"
+    assert calls[0] != path, "the builder writes into a temporary folder, not the final one"
+    assert build_once("model-a", builder, package="pkg") == path
+    assert len(calls) == 1
+
+
+def test_build_once_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML25_CACHE", str(tmp_path))
+
+    def half(folder):
+        (folder / "part").write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_once("model-b", half)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == []
+    # a folder that some older, non-atomic writer left behind is not taken as complete
+    (tmp_path / "model-b").mkdir()
+    (tmp_path / "model-b" / "part").write_text("half")
+    path = build_once("model-b", _write)
+    assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == ["weights.txt"]
+
+
+_SLOW_BUILD = """
+import sys, time
+from pathlib import Path
+from icml25_core import build_once
+
+def builder(folder):
+    with open(sys.argv[1], "a") as fh:
+        fh.write("built\\n")
+    time.sleep(1.0)
+    (folder / "weights.txt").write_text("trained")
+
+print(build_once("m", builder))
+"""
+
+
+def test_build_once_second_process_waits_instead_of_building(tmp_path):
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "ICML25_CACHE": str(tmp_path / "c")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SLOW_BUILD, str(log)], env=env, stdout=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=60)[0].decode().strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert outs[0] == outs[1] == str(tmp_path / "c" / "m")
+    assert log.read_text() == "built\n", "exactly one process built the entry"
+
+
+def test_build_once_rejects_bad_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML25_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match="name must be a folder name"):
+        build_once("../escape", _write)
 
 
 @pytest.mark.parametrize(
@@ -75,19 +151,6 @@ def test_track_yields_every_item_in_order():
 
     assert list(track(range(5), "counting")) == [0, 1, 2, 3, 4]
     assert list(track(iter("ab"), "letters")) == ["a", "b"]
-
-
-def test_run_markdown_python(tmp_path):
-    from icml25_core import run_markdown_python
-
-    md = tmp_path / "README.md"
-    md.write_text(
-        "text\n```python\nx = 2\n```\nmore\n```python\ny = x * 21\n```\n```bash\nexit 1\n```\n"
-    )
-    assert run_markdown_python(md)["y"] == 42
-    (tmp_path / "empty.md").write_text("no code")
-    with pytest.raises(ValueError, match="has no"):
-        run_markdown_python(tmp_path / "empty.md")
 
 
 def test_line_panels_draws_bands(tmp_path):

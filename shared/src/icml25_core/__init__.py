@@ -1,17 +1,17 @@
 """icml25-core: the shared core of the icml25 method packages.
 
-Method metadata and discovery, the experiment and benchmark harnesses, reports, seeding,
-device choice, input validation and the ``icml25`` command line.
+Method metadata and discovery, the experiment and benchmark harnesses, reports, the
+build-once cache, device choice, input validation and the ``icml25`` command line. The
+conformance kit every package's tests call lives in :mod:`icml25_core.testing`.
 """
 
 from importlib.metadata import version as _version
 
 from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_report
-from .cache import cache_dir
+from .cache import build_once, cache_dir
 from .device import select_device
 from .environment import environment
-from .examples import run_markdown_python
-from .experiment import PROFILES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
+from .experiment import PROFILE_NAMES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
 from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
 from .progress import make_progress, track
 from .report import (
@@ -23,14 +23,13 @@ from .report import (
     save_figure,
     write_reports,
 )
-from .seeding import seed_everything
 from .validation import check_array, check_choice, check_scalar
 
 __version__ = _version("icml25-core")
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "PROFILES",
+    "PROFILE_NAMES",
     "BenchReport",
     "Comparison",
     "Experiment",
@@ -40,6 +39,7 @@ __all__ = [
     "Timing",
     "Verdict",
     "__version__",
+    "build_once",
     "cache_dir",
     "check_array",
     "check_choice",
@@ -59,9 +59,7 @@ __all__ = [
     "mean_metric",
     "render_result",
     "run_experiment",
-    "run_markdown_python",
     "save_figure",
-    "seed_everything",
     "select_device",
     "track",
     "write_reports",

@@ -2,9 +2,10 @@
 
 Timings are medians of repeats that alternate between candidates (A B C, B C A, ...) after
 a warm-up, so drift of the machine hits every candidate alike. Ratios are always against a
-named reference measured in the same run. Peak memory is measured in a separate call, so
-tracing never slows the timed ones; on Linux it includes native allocations (the
-resident-set high-water mark), which Python's ``tracemalloc`` alone misses.
+named reference measured in the same run. Peak memory is measured in the same timed runs
+where that costs nothing inside the timed region: the resident-set high-water mark on
+Linux (native allocations included, which Python's ``tracemalloc`` alone misses) and the
+CUDA allocator's peak. Only where neither exists does one extra, traced call measure it.
 """
 
 from __future__ import annotations
@@ -105,29 +106,55 @@ def _reset_resident_peak() -> int | None:
     return _resident_kib("VmRSS")
 
 
-def _peak_memory(fn: Callable[[], Any], memory_probe: Callable[[], Any] | None) -> int:
-    torch = sys.modules.get("torch")
-    on_cuda = torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
-    if on_cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-    resident = _reset_resident_peak()
+class _MemoryProbe:
+    """Peak memory of one call, in bytes, measured without slowing it.
+
+    ``start()`` before and ``stop()`` after the call, both outside its timed region. It
+    reads the resident-set high-water mark (Linux) and the CUDA allocator's peak (when
+    torch has initialised CUDA); ``available`` is ``False`` when neither can be read, and
+    the caller then falls back to :func:`_traced_peak`.
+    """
+
+    def __init__(self) -> None:
+        torch = sys.modules.get("torch")
+        self._torch = torch
+        self._cuda = torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+        self._resident: int | None = None
+        self._base = 0
+        self.available = self._cuda or Path("/proc/self/clear_refs").exists()
+
+    def start(self) -> None:
+        if self._cuda:
+            self._torch.cuda.synchronize()
+            self._torch.cuda.reset_peak_memory_stats()
+            self._base = self._torch.cuda.memory_allocated()
+        self._resident = _reset_resident_peak()
+
+    def stop(self) -> int:
+        peak = 0
+        high_water = _resident_kib("VmHWM") if self._resident is not None else None
+        if high_water is not None and self._resident is not None:
+            peak = max(peak, (high_water - self._resident) * 1024)
+        if self._cuda:
+            self._torch.cuda.synchronize()
+            peak = max(peak, self._torch.cuda.max_memory_allocated() - self._base)
+        return int(peak)
+
+
+def _traced_peak(fn: Callable[[], Any], sync: Callable[[], Any] | None) -> int:
+    """Peak of the Python/NumPy heap during one extra call (``tracemalloc``)."""
     tracemalloc.start()
     try:
         fn()
-        if memory_probe is not None:
-            memory_probe()
+        if sync is not None:
+            sync()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    high_water = _resident_kib("VmHWM") if resident is not None else None
-    if high_water is not None:
-        peak = max(peak, (high_water - resident) * 1024)
-    if on_cuda:
-        torch.cuda.synchronize()
-        peak = max(peak, torch.cuda.max_memory_allocated() - base)
     return int(peak)
+
+
+Extra = Mapping[str, Mapping[str, float]]
 
 
 def compare(
@@ -140,6 +167,7 @@ def compare(
     warmup: int = 1,
     memory: bool = True,
     sync: Callable[[], Any] | None = None,
+    extra: Extra | Callable[[dict[str, Timing]], Extra] | None = None,
 ) -> Comparison:
     """Time every candidate, interleaved, against ``reference``.
 
@@ -154,11 +182,15 @@ def compare(
     repeats, warmup : int
         Timed repeats per candidate and untimed calls before them.
     memory : bool
-        Also record peak memory: the larger of the traced Python/NumPy heap and the growth
-        of the resident set (Linux: native allocations such as torch CPU tensors), or the
-        CUDA allocator's peak.
+        Also record peak memory, the largest over the timed repeats: the growth of the
+        resident set (Linux: native allocations such as torch CPU tensors included) or the
+        CUDA allocator's peak. Without either, one extra call traced by ``tracemalloc``.
     sync : callable, optional
         Called after each timed call, e.g. ``torch.cuda.synchronize``.
+    extra : mapping or callable, optional
+        What else was measured per candidate (accuracy, iterations...): a mapping
+        ``candidate -> {metric: value}`` (read after the timed runs, so the candidates may
+        fill it as they run), or a callable taking the timings and returning one.
     """
     if reference not in candidates:
         raise ValueError(f"reference must be one of {list(candidates)}, got {reference!r}")
@@ -169,19 +201,34 @@ def compare(
         for name in names:
             candidates[name]()
     times: dict[str, list[float]] = {name: [] for name in names}
+    peaks: dict[str, int] = dict.fromkeys(names, 0)
+    probe = _MemoryProbe() if memory else None
     for r in range(repeats):
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
+            if probe is not None and probe.available:
+                probe.start()
             start = time.perf_counter()
             candidates[name]()
             if sync is not None:
                 sync()
             times[name].append(time.perf_counter() - start)
-    timings = {
-        name: Timing(times[name], _peak_memory(candidates[name], sync) if memory else None)
-        for name in names
-    }
-    return Comparison(label=label, size=size, reference=reference, timings=timings)
+            if probe is not None and probe.available:
+                peaks[name] = max(peaks[name], probe.stop())
+    if probe is not None and not probe.available:
+        peaks = {name: _traced_peak(candidates[name], sync) for name in names}
+    timings = {name: Timing(times[name], peaks[name] if memory else None) for name in names}
+    measured = extra(timings) if callable(extra) else extra
+    unknown = sorted(set(measured or {}) - set(names))
+    if unknown:
+        raise ValueError(f"extra names {unknown}, which are not candidates: {names}")
+    return Comparison(
+        label=label,
+        size=size,
+        reference=reference,
+        timings=timings,
+        extra={k: dict(v) for k, v in (measured or {}).items()},
+    )
 
 
 def loglog_slope(sizes: Sequence[float], times: Sequence[float]) -> float:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from .bench import BenchReport
-from .experiment import PROFILES, Result, run_experiment
+from .experiment import PROFILE_NAMES, Result, run_experiment
 from .method import Method, discover_methods, get_method
 from .progress import make_progress
 from .report import render_result, write_reports
@@ -68,7 +68,9 @@ def reproduce(
         list[str] | None, typer.Argument(help="Method names; see `icml25 list`.")
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every installed method.")] = False,
-    profile: Annotated[str, typer.Option(help="quick (CPU, about a minute) or full.")] = "quick",
+    profile: Annotated[
+        str, typer.Option(help="smoke (seconds, checks the code path), quick (CPU) or full.")
+    ] = "quick",
     seeds: Annotated[
         int | None, typer.Option(min=1, help="Number of seeds (default: the experiment's).")
     ] = None,
@@ -81,8 +83,8 @@ def reproduce(
 
     Exits non-zero only if an experiment crashes: a claim that does not hold is a result.
     """
-    if profile not in PROFILES:
-        console.print(f"[red]--profile must be one of {PROFILES}, got {profile!r}[/red]")
+    if profile not in PROFILE_NAMES:
+        console.print(f"[red]--profile must be one of {PROFILE_NAMES}, got {profile!r}[/red]")
         raise typer.Exit(2)
     if all_ == bool(names):
         console.print("[red]give method names or --all (not both)[/red]")
@@ -110,11 +112,10 @@ def reproduce(
                     task = progress.add_task(f"{label} ({profile})", total=n)
                     result = run_experiment(
                         exp,
-                        method=m.name,
                         profile=profile,
                         seeds=n,
                         out_dir=out_dir / m.name / exp_name,
-                        distributions=[m.name],
+                        method=m.name,
                         on_seed_done=lambda _s, task=task, progress=progress: progress.advance(
                             task
                         ),

@@ -7,23 +7,30 @@ import os
 _VALID = ("cuda", "mps", "cpu")
 
 
-def select_device(preference: str | None = None) -> str:
+def select_device(preference: str | None = "auto") -> str:
     """Name of the best available torch device.
 
     Parameters
     ----------
-    preference : {"cuda", "mps", "cpu"} or None
-        A device to insist on. ``None`` reads ``ICML25_DEVICE`` from the environment and
-        otherwise picks cuda, then mps, then cpu, whichever is available.
+    preference : {"auto", "cuda", "cuda:N", "mps", "cpu"} or None
+        A device to insist on, or ``"auto"`` (the same as ``None``): the device named by
+        ``ICML25_DEVICE`` in the environment if set, otherwise cuda, then mps, then cpu,
+        whichever is available. A package's ``device="auto"`` parameter passes straight in.
 
     Returns
     -------
     str
         ``"cuda"``, ``"mps"`` or ``"cpu"``. Without torch installed, always ``"cpu"``.
     """
+    if preference == "auto":
+        preference = None
     preference = preference or os.environ.get("ICML25_DEVICE") or None
+    if preference == "auto":
+        preference = None
     if preference is not None and preference.split(":")[0] not in _VALID:
-        raise ValueError(f"preference must be one of {_VALID} (or 'cuda:N'), got {preference!r}")
+        raise ValueError(
+            f"preference must be 'auto' or one of {_VALID} (or 'cuda:N'), got {preference!r}"
+        )
     try:
         import torch
     except ImportError as err:

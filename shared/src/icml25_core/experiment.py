@@ -1,8 +1,11 @@
 """The experiment harness.
 
-An experiment checks one claim of a paper. It runs once per seed,
-``run(profile, seed, out_dir) -> list[Row]``, each :class:`Row` holding one method's or
-baseline's metrics in one setting; then ``judge(rows)`` decides over all seeds whether the
+An experiment checks one claim of a paper. Its profiles are data: ``Experiment.profiles``
+maps ``"smoke"`` (seconds: the code path end to end, for tests), ``"quick"`` (a laptop CPU,
+about a minute: what the claim test asserts) and ``"full"`` (closer to the paper) to a
+configuration dictionary. It runs once per seed, ``run(config, seed, out_dir) -> list[Row]``
+with the chosen profile's configuration, each :class:`Row` holding one method's or baseline's
+metrics in one setting; then ``judge(rows) -> Verdict`` decides over all seeds whether the
 claim held and says why. :func:`run_experiment` ties these together into a :class:`Result`.
 
 A claim that does not hold is a result, not an error: ``Result.held`` is ``False`` and the
@@ -13,20 +16,22 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from .environment import environment
 from .validation import check_choice
 
-Profile = Literal["quick", "full"]
-PROFILES: tuple[str, ...] = ("quick", "full")
+PROFILE_NAMES: tuple[str, ...] = ("smoke", "quick", "full")
+"""The profiles every experiment defines, from seconds (``smoke``) to the paper's scale."""
 Setting = dict[str, str | int | float]
+Config = Mapping[str, Any]
 
 
 @dataclass
@@ -76,9 +81,13 @@ class Experiment:
     claim : str
         The paper's claim in words, with the margin that counts as holding.
     run : callable
-        ``run(profile, seed, out_dir) -> list[Row]``.
+        ``run(config, seed, out_dir) -> list[Row]``, ``config`` one of ``profiles``.
     judge : callable
         ``judge(rows) -> Verdict`` over the rows of every seed.
+    profiles : mapping of str to mapping
+        The configuration of each of :data:`PROFILE_NAMES` (``smoke``, ``quick``, ``full``);
+        more may be added. ``smoke`` only checks the code path (seconds, its verdict means
+        nothing), ``quick`` is what the claim test asserts, ``full`` comes closer to the paper.
     plot : callable, optional
         ``plot(rows, out_dir) -> list[Path]`` writing PNG figures.
     default_seeds : int
@@ -87,10 +96,36 @@ class Experiment:
 
     name: str
     claim: str
-    run: Callable[[str, int, Path], list[Row]]
+    run: Callable[[Config, int, Path], list[Row]]
     judge: Callable[[list[Row]], Verdict]
+    profiles: Mapping[str, Config]
     plot: Callable[[list[Row], Path], list[Path]] | None = None
     default_seeds: int = 3
+
+    def __post_init__(self) -> None:
+        missing = [p for p in PROFILE_NAMES if p not in self.profiles]
+        if missing:
+            raise ValueError(
+                f"profiles of experiment {self.name!r} must define {list(PROFILE_NAMES)}; "
+                f"missing {missing}"
+            )
+
+    def config(self, profile: str, **overrides: Any) -> dict[str, Any]:
+        """A copy of ``profiles[profile]`` with ``overrides`` applied.
+
+        An override must name a key the profile already has, so a typo is an error rather
+        than a setting silently ignored.
+        """
+        check_choice(profile, "profile", tuple(self.profiles))
+        cfg = dict(self.profiles[profile])
+        unknown = sorted(set(overrides) - set(cfg))
+        if unknown:
+            raise ValueError(
+                f"overrides {unknown} are not settings of {self.name!r}'s {profile!r} "
+                f"profile; known: {sorted(cfg)}"
+            )
+        cfg.update(overrides)
+        return cfg
 
 
 @dataclass
@@ -103,11 +138,15 @@ class Result:
     profile: str
     seeds: list[int]
     rows: list[Row]
-    held: bool
-    verdict: str
+    verdict: Verdict
     wall_time_s: float
     environment: dict[str, str]
     figures: list[str] = field(default_factory=list)
+
+    @property
+    def held(self) -> bool:
+        """Whether the claim held (``verdict.held``)."""
+        return self.verdict.held
 
     def summary(self) -> list[dict[str, Any]]:
         """Rows aggregated over seeds: one entry per (method, setting) with mean and std.
@@ -156,6 +195,7 @@ class Result:
         """Rebuild a result from :meth:`to_dict` output (for example a ``results.json``)."""
         data = dict(data)
         data["rows"] = [Row(**r) for r in data["rows"]]
+        data["verdict"] = Verdict(**data["verdict"])
         return cls(**data)
 
 
@@ -172,14 +212,31 @@ def mean_metric(rows: Sequence[Row], metric: str, method: str, **setting: Any) -
     return float(np.mean(vals)) if vals else float("nan")
 
 
+def registered_method(experiment: Experiment) -> str | None:
+    """The name of the installed method whose registration names ``experiment``, if any.
+
+    Only registrations whose experiment module is already imported are compared, so this
+    imports nothing heavy.
+    """
+    from .method import discover_methods
+
+    for method in discover_methods().values():
+        for target in method.experiments.values():
+            module_name, _, attr = target.partition(":")
+            module = sys.modules.get(module_name)
+            if module is not None and getattr(module, attr, None) is experiment:
+                return method.name
+    return None
+
+
 def run_experiment(
     experiment: Experiment,
     *,
-    method: str,
     profile: str = "quick",
     seeds: int | Sequence[int] | None = None,
     out_dir: str | Path,
-    distributions: Sequence[str] = (),
+    overrides: Mapping[str, Any] | None = None,
+    method: str | None = None,
     on_seed_done: Callable[[int], None] | None = None,
 ) -> Result:
     """Run ``experiment`` for every seed, judge the claim, draw its plots.
@@ -188,20 +245,27 @@ def run_experiment(
     ----------
     experiment : Experiment
         What to run.
-    method : str
-        The method package's name (recorded in the result).
-    profile : {"quick", "full"}
-        ``quick`` runs on a laptop CPU in about a minute; ``full`` comes closer to the paper.
+    profile : str
+        One of ``experiment.profiles``: ``smoke`` (seconds), ``quick`` (a laptop CPU,
+        about a minute) or ``full`` (closer to the paper).
     seeds : int or sequence of int, optional
         A count ``N`` (seeds ``0..N-1``) or explicit seeds; defaults to the experiment's.
     out_dir : path
         Where per-experiment files (plots) go; created if missing.
-    distributions : sequence of str
-        Extra distributions whose versions go into the environment record.
+    overrides : mapping, optional
+        Settings that replace the profile's (keys the profile has), see
+        :meth:`Experiment.config`.
+    method : str, optional
+        The method package's name for the record. By default the installed method whose
+        ``icml25.methods`` registration names this experiment (its version goes into the
+        environment record); ``"unregistered"`` when none does.
     on_seed_done : callable, optional
         Called with each seed after it finishes (progress reporting).
     """
-    check_choice(profile, "profile", PROFILES)
+    config = experiment.config(profile, **(overrides or {}))
+    if method is None:
+        method = registered_method(experiment) or "unregistered"
+    distributions = () if method == "unregistered" else (method,)
     if seeds is None:
         seeds = experiment.default_seeds
     if isinstance(seeds, int):
@@ -217,10 +281,15 @@ def run_experiment(
     start = time.perf_counter()
     rows: list[Row] = []
     for seed in seed_list:
-        rows.extend(experiment.run(profile, seed, out))
+        rows.extend(experiment.run(config, seed, out))
         if on_seed_done is not None:
             on_seed_done(seed)
     verdict = experiment.judge(rows)
+    if not isinstance(verdict, Verdict):
+        raise TypeError(
+            f"judge of experiment {experiment.name!r} must return a Verdict, "
+            f"got {type(verdict).__name__}"
+        )
     wall = time.perf_counter() - start
     figures = [str(p) for p in experiment.plot(rows, out)] if experiment.plot else []
     return Result(
@@ -230,9 +299,8 @@ def run_experiment(
         profile=profile,
         seeds=seed_list,
         rows=rows,
-        held=verdict.held,
-        verdict=verdict.summary,
+        verdict=verdict,
         wall_time_s=wall,
-        environment=environment(method, *distributions),
+        environment=environment(*distributions),
         figures=figures,
     )

@@ -60,7 +60,7 @@ def render_result(result: Result, console: Console | None = None) -> None:
         table.add_row(*cells)
     console.print(f"[bold]Claim:[/bold] {result.claim}")
     console.print(table)
-    console.print(f"{status}: {result.verdict}\n")
+    console.print(f"{status}: {result.verdict.summary}\n")
 
 
 def markdown_table(result: Result) -> str:
@@ -89,7 +89,7 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
             "",
             f"**Claim.** {r.claim}",
             "",
-            f"**Result: {status}.** {r.verdict}",
+            f"**Result: {status}.** {r.verdict.summary}",
             "",
             f"Profile `{r.profile}`, seeds {r.seeds}, {r.wall_time_s:.1f} s. "
             "Values are mean ± std over seeds.",

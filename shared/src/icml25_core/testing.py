@@ -1,0 +1,300 @@
+"""The conformance kit: what every icml25 method package owes its users, checked in one call.
+
+In the spirit of scikit-learn's ``check_estimator`` and diffusers' ``PipelineTesterMixin``, a
+package's test suite subclasses :class:`PackageConformance` once::
+
+    from icml25_core.testing import PackageConformance
+
+
+    class TestConformance(PackageConformance):
+        distribution = "gsb-sinkhorn"
+
+and pytest then checks that
+
+- the version in the installed metadata, ``__version__`` and (in a checkout) the
+  ``pyproject.toml`` agree;
+- every name in ``__all__`` exists, and every class, function and module among them has a
+  docstring of its own;
+- the ``icml25.methods`` entry point loads in a fresh interpreter without importing any of
+  :data:`HEAVY_MODULES` (so ``icml25 list`` stays instant);
+- the README's quick start runs as written in a subprocess: every fenced ``python`` block
+  that directly follows a ``<!-- quick-start -->`` line, in order, as one script;
+- every registered experiment runs end to end on its ``smoke`` profile (one seed) and
+  returns rows and a :class:`~icml25_core.experiment.Verdict` that reports can be written
+  from;
+- every ``benchmarks/bench_*.py`` (a source checkout) returns a
+  :class:`~icml25_core.bench.BenchReport` from ``run(smoke=True)``.
+
+The README is read from the installed distribution's metadata (its long description), so
+:func:`run_quick_start` also works where only the wheel is installed
+(``python -m icml25_core.testing quick-start NAME``, which ``ci/isolated.sh`` runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import inspect
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from dataclasses import is_dataclass
+from pathlib import Path
+
+from .bench import BenchReport
+from .experiment import Result, Verdict, run_experiment
+from .method import ENTRY_POINT_GROUP, Method, get_method
+from .report import write_reports
+
+__all__ = [
+    "HEAVY_MODULES",
+    "QUICK_START_MARKER",
+    "PackageConformance",
+    "quick_start_blocks",
+    "run_quick_start",
+]
+
+HEAVY_MODULES: tuple[str, ...] = (
+    "torch",
+    "tensorflow",
+    "jax",
+    "transformers",
+    "diffusers",
+    "flwr",
+    "ray",
+    "botorch",
+    "gpytorch",
+    "torch_geometric",
+    "scanpy",
+    "anndata",
+    "sklearn",
+    "scipy",
+    "pandas",
+    "ot",
+    "onnxruntime",
+)
+"""Modules whose import an entry point must not trigger."""
+
+QUICK_START_MARKER = "<!-- quick-start -->"
+"""The line that marks the next fenced ``python`` block of a README as part of its quick start."""
+
+_FENCE = re.compile(
+    r"^" + re.escape(QUICK_START_MARKER) + r"[ \t]*\n```python[^\n]*\n(.*?)^```", re.S | re.M
+)
+
+
+def quick_start_blocks(markdown: str) -> list[str]:
+    """The fenced ``python`` blocks of ``markdown`` marked as quick start, in order.
+
+    A block is marked by a ``<!-- quick-start -->`` line directly above its opening fence
+    (invisible when the Markdown is rendered).
+    """
+    return [textwrap.dedent(block) for block in _FENCE.findall(markdown)]
+
+
+def readme_text(distribution: str) -> str:
+    """The README of an installed distribution (its metadata's long description)."""
+    meta = md.metadata(distribution)
+    text = meta.get_payload() or meta.get("Description") or ""
+    if not text.strip():
+        raise LookupError(f"{distribution} has no README in its metadata (readme = ...)")
+    return text
+
+
+def run_quick_start(distribution: str, cwd: str | Path, *, timeout: float = 600) -> str:
+    """Run the README quick start of ``distribution`` as one script in a subprocess.
+
+    Parameters
+    ----------
+    distribution : str
+        An installed distribution, e.g. ``"otp-map"``.
+    cwd : path
+        Working directory of the script (files the example writes land there).
+    timeout : float
+        Seconds before the script is killed.
+
+    Returns
+    -------
+    str
+        The script's standard output.
+
+    Raises
+    ------
+    LookupError
+        If the README marks no quick-start block.
+    AssertionError
+        If the script exits non-zero (its standard error is in the message).
+    """
+    blocks = quick_start_blocks(readme_text(distribution))
+    if not blocks:
+        raise LookupError(
+            f"the README of {distribution} marks no quick start: put a line "
+            f"{QUICK_START_MARKER!r} directly above a ```python block"
+        )
+    script = Path(cwd) / "quick_start.py"
+    script.write_text("\n\n".join(blocks))
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"the README quick start of {distribution} failed (exit {proc.returncode}):\n"
+            f"{proc.stderr[-6000:]}"
+        )
+    return proc.stdout
+
+
+def _own_docstring(obj: object) -> str:
+    doc = (
+        obj.__doc__
+        if (inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj))
+        else "n/a"
+    )
+    if doc and inspect.isclass(obj) and is_dataclass(obj) and doc.startswith(obj.__name__ + "("):
+        return ""  # the signature dataclasses write when the class has no docstring
+    return (doc or "").strip()
+
+
+class PackageConformance:
+    """The package contract as pytest tests; subclass it once, setting ``distribution``.
+
+    Attributes
+    ----------
+    distribution : str
+        The distribution name, e.g. ``"otp-map"``.
+    quick_start_timeout : float
+        Seconds the README quick start may take.
+    """
+
+    distribution: str = ""
+    quick_start_timeout: float = 600
+
+    # -- helpers ---------------------------------------------------------------------
+    def method(self) -> Method:
+        """The package's registered :class:`~icml25_core.method.Method`."""
+        if not self.distribution:
+            raise TypeError(f"{type(self).__name__} must set `distribution`")
+        return get_method(self.distribution)
+
+    def module(self):
+        """The package's top-level module."""
+        return importlib.import_module(self.method().import_name)
+
+    def source_root(self) -> Path | None:
+        """The package's folder in a source checkout (``pyproject.toml`` beside ``src/``)."""
+        origin = Path(inspect.getfile(self.module())).resolve()
+        root = origin.parents[2]
+        return root if (root / "pyproject.toml").is_file() else None
+
+    # -- the checks --------------------------------------------------------------------
+    def test_version_agrees_everywhere(self) -> None:
+        """metadata version == ``__version__`` (== pyproject in a checkout)."""
+        module = self.module()
+        assert module.__version__ == md.version(self.distribution)
+        root = self.source_root()
+        if root is not None:
+            project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+            assert project["name"] == self.distribution
+            assert project["version"] == module.__version__
+
+    def test_public_api_is_documented(self) -> None:
+        """Every ``__all__`` name exists; classes, functions, modules have docstrings."""
+        module = self.module()
+        assert _own_docstring(module), f"{module.__name__} has no module docstring"
+        names = getattr(module, "__all__", None)
+        assert names, f"{module.__name__} lists no public API in __all__"
+        assert len(set(names)) == len(names), "__all__ lists a name twice"
+        missing = [n for n in names if not hasattr(module, n)]
+        assert not missing, f"__all__ names {missing}, which {module.__name__} does not define"
+        undocumented = [n for n in names if not _own_docstring(getattr(module, n))]
+        assert not undocumented, f"public names without a docstring: {undocumented}"
+
+    def test_entry_point_is_light(self) -> None:
+        """The ``icml25.methods`` entry point loads without importing heavy modules."""
+        code = (
+            "import importlib.metadata as md, json, sys\n"
+            f"eps = [e for e in md.entry_points(group={ENTRY_POINT_GROUP!r}) "
+            f"if e.name == {self.distribution!r}]\n"
+            "assert eps, 'no entry point'\n"
+            "method = eps[0].load()\n"
+            f"heavy = sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)\n"
+            "print(json.dumps({'name': method.name, 'heavy': heavy}))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert found["name"] == self.distribution
+        assert not found["heavy"], f"loading the entry point imported {found['heavy']}"
+
+    def test_readme_quick_start_runs(self, tmp_path: Path) -> None:
+        """The README's marked quick start runs as written, in a subprocess."""
+        run_quick_start(self.distribution, tmp_path, timeout=self.quick_start_timeout)
+
+    def test_experiments_run_on_smoke_profile(self, tmp_path: Path) -> None:
+        """Every registered experiment runs end to end on ``smoke`` and returns a verdict."""
+        method = self.method()
+        assert method.experiments, f"{self.distribution} registers no experiment"
+        results: list[Result] = []
+        for name in method.experiments:
+            experiment = method.load_experiment(name)
+            result = run_experiment(experiment, profile="smoke", seeds=1, out_dir=tmp_path / name)
+            assert result.method == self.distribution, "the experiment is not the registered one"
+            assert isinstance(result.verdict, Verdict) and result.verdict.summary
+            assert result.rows, f"{name} returned no rows"
+            assert any(r.baseline for r in result.rows), f"{name} has no baseline row"
+            assert any(not r.baseline for r in result.rows), f"{name} has no method row"
+            for row in result.rows:
+                for key, value in row.metrics.items():
+                    assert isinstance(value, int | float) and not math.isinf(value), (
+                        f"{name}: {row.method} metric {key} = {value!r}"
+                    )
+            results.append(result)
+        paths = write_reports(results, tmp_path)
+        assert paths["json"].is_file() and paths["markdown"].is_file()
+
+    def test_benchmarks_run_at_smoke_size(self, tmp_path: Path) -> None:
+        """Every ``benchmarks/bench_*.py`` returns a report from ``run(smoke=True)``."""
+        from .cli import _load_bench_module
+
+        bench_dir = self.method().benchmarks_dir()
+        if bench_dir is None:
+            import pytest
+
+            pytest.skip("benchmarks ship with the source checkout only")
+        files = sorted(bench_dir.glob("bench_*.py"))
+        assert files, f"no bench_*.py in {bench_dir}"
+        for path in files:
+            report = _load_bench_module(path).run(smoke=True)
+            assert isinstance(report, BenchReport), f"{path.name} did not return a BenchReport"
+            assert report.comparisons, f"{path.name} compared nothing"
+            report.write_json(tmp_path / f"{path.stem}.json")
+
+
+def _main(argv: list[str]) -> int:
+    usage = "usage: python -m icml25_core.testing quick-start DISTRIBUTION [DIR]"
+    if len(argv) not in (2, 3) or argv[0] != "quick-start":
+        print(usage, file=sys.stderr)
+        return 2
+    cwd = Path(argv[2]) if len(argv) == 3 else Path.cwd()
+    cwd.mkdir(parents=True, exist_ok=True)
+    out = run_quick_start(argv[1], cwd)
+    print(out, end="")
+    print(f"{argv[1]}: README quick start ran")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
