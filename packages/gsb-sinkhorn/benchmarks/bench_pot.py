@@ -31,7 +31,7 @@ def _case(n: int, repeats: int, general: bool):
 
     def run_ours(div: str, a_=a1, b_=b1):
         def go():
-            P, log = sinkhorn(a_, b_, C, div, reg=REG, tol=TOL, max_iter=100000, log=True)
+            P, log = sinkhorn(a_, b_, C, REG, div, stopThr=TOL, numItermax=100000, log=True)
             out[f"gsb {div}"] = {
                 "n_iter": log["n_iter"],
                 "marginal_l1": marginal_error(P, a_, b_) / a_.sum(),
@@ -59,11 +59,15 @@ def _case(n: int, repeats: int, general: bool):
     if general:
         candidates["gsb logistic"] = run_ours("logistic", a, b)
         candidates["gsb contingency"] = run_ours("contingency", a, b)
-    comp = compare(
-        candidates, reference="POT sinkhorn_log", label=f"n={n}", size=n, repeats=repeats, warmup=1
+    return compare(
+        candidates,
+        reference="POT sinkhorn_log",
+        label=f"n={n}",
+        size=n,
+        repeats=repeats,
+        warmup=1,
+        extra=out,
     )
-    comp.extra = out
-    return comp
 
 
 def run(smoke: bool = False) -> BenchReport:

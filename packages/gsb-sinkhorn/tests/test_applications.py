@@ -19,7 +19,7 @@ def test_logistic_zero_cost_degrees_and_range():
     keep = (r > 0) & (r < 20)
     G = G[keep]
     r, c = G.sum(1).astype(float), G.sum(0).astype(float)
-    P = sinkhorn(r, c, np.zeros(G.shape), "logistic", reg=1.0, tol=1e-12)
+    P = sinkhorn(r, c, np.zeros(G.shape), 1.0, "logistic", stopThr=1e-12)
     np.testing.assert_allclose(P.sum(1), r, rtol=1e-10)
     np.testing.assert_allclose(P.sum(0), c, rtol=1e-10)
     assert np.all((P > 0) & (P < 1))

@@ -16,9 +16,7 @@ def test_fit_rate_recovers_a_geometric_sequence():
 
 @pytest.mark.claim
 def test_linear_convergence_quick(tmp_path):
-    result = run_experiment(
-        LINEAR_CONVERGENCE, method="gsb-sinkhorn", profile="quick", seeds=[0], out_dir=tmp_path
-    )
+    result = run_experiment(LINEAR_CONVERGENCE, profile="quick", seeds=[0], out_dir=tmp_path)
     ours = [
         r
         for r in result.rows
@@ -31,6 +29,7 @@ def test_linear_convergence_quick(tmp_path):
         assert row.metrics["converged"] == 1.0
         assert row.metrics["rate"] <= 0.95, row
         assert row.metrics["r2"] >= R2_MIN, row
+    assert result.method == "gsb-sinkhorn"
     assert result.held
     assert (tmp_path / "residuals.png").exists()
     # the KL rate agrees with POT's log-domain Sinkhorn (same algorithm) within 5%

@@ -21,9 +21,9 @@ def problem(n, m, seed):
 def test_torch_matches_numpy(divergence):
     device = select_device()
     a, b, C = problem(12, 9, seed=0)
-    P_np, log_np = sinkhorn(a, b, C, divergence, reg=0.3, log=True)
+    P_np, log_np = sinkhorn(a, b, C, 0.3, divergence, log=True)
     ta, tb, tC = (torch.tensor(x, device=device) for x in (a, b, C))
-    P_t, log_t = sinkhorn(ta, tb, tC, divergence, reg=0.3, log=True)
+    P_t, log_t = sinkhorn(ta, tb, tC, 0.3, divergence, log=True)
     assert isinstance(P_t, torch.Tensor)
     assert P_t.dtype == torch.float64 and P_t.device.type == torch.device(device).type
     np.testing.assert_allclose(P_t.cpu().numpy(), P_np, rtol=1e-9, atol=1e-12)
@@ -36,7 +36,7 @@ def test_torch_matches_numpy(divergence):
 def test_torch_float32_keeps_dtype():
     a, b, C = problem(10, 10, seed=1)
     ta, tb, tC = (torch.tensor(x, dtype=torch.float32) for x in (a, b, C))
-    P = sinkhorn(ta, tb, tC, "kl", reg=0.5, tol=1e-5)
+    P = sinkhorn(ta, tb, tC, 0.5, "kl", stopThr=1e-5)
     assert P.dtype == torch.float32
     torch.testing.assert_close(P.sum(0), tb, rtol=1e-4, atol=1e-4)
 
@@ -47,7 +47,7 @@ def test_torch_zero_marginals_and_reference():
     b *= a.sum() / b.sum()
     R = np.ones_like(C)
     R[0, 0] = 0.0
-    P_np = sinkhorn(a, b, C, "logistic", reg=0.5, R=R)
+    P_np = sinkhorn(a, b, C, 0.5, "logistic", R=R)
     P_t = sinkhorn(*(torch.tensor(x) for x in (a, b, C)), "logistic", reg=0.5, R=torch.tensor(R))
     np.testing.assert_allclose(P_t.numpy(), P_np, rtol=1e-9, atol=1e-13)
     assert float(P_t[1].abs().sum()) == 0.0 and float(P_t[0, 0]) == 0.0

@@ -17,27 +17,34 @@ C = np.array([[0.0, 1.0], [1.0, 0.0]])
     [
         ({"a": np.array([-0.5, 1.5])}, "a must be non-negative"),
         ({"b": np.array([np.nan, 1.0])}, "b must be finite"),
-        ({"C": np.array([[0.0, np.inf], [1.0, 0.0]])}, "C must be finite"),
+        ({"M": np.array([[0.0, np.inf], [1.0, 0.0]])}, "M must be finite"),
         ({"b": np.array([0.5, 0.6])}, r"same total mass: sum\(a\) = 1.0, sum\(b\) = 1.1"),
         ({"b": np.array([0.2, 0.3, 0.5])}, r"b must have shape \(2,\)"),
-        ({"C": np.ones(4)}, "C must be 2-dimensional"),
+        ({"M": np.ones(4)}, "M must be 2-dimensional"),
         ({"reg": 0.0}, "reg must be > 0"),
         ({"reg": -1.0}, "reg must be > 0"),
-        ({"tol": 0.0}, "tol must be > 0"),
+        ({"stopThr": 0.0}, "stopThr must be > 0"),
         ({"divergence": "hellinger"}, "divergence must be one of"),
         ({"R": -np.ones((2, 2))}, "R must be non-negative"),
         ({"a": np.zeros(2), "b": np.zeros(2)}, "positive total mass"),
     ],
 )
 def test_bad_input(kwargs, match):
-    args = {"a": A, "b": B, "C": C} | kwargs
+    args = {"a": A, "b": B, "M": C} | kwargs
     with pytest.raises(ValueError, match=match):
         sinkhorn(**args)
 
 
 def test_max_iter_must_be_integer():
-    with pytest.raises(TypeError, match="max_iter must be an integer"):
-        sinkhorn(A, B, C, max_iter=10.5)
+    with pytest.raises(TypeError, match="numItermax must be an integer"):
+        sinkhorn(A, B, C, numItermax=10.5)
+
+
+def test_the_0_1_argument_order_gets_a_clear_error():
+    with pytest.raises(
+        TypeError, match=r"arguments follow POT, sinkhorn\(a, b, M, reg, divergence\)"
+    ):
+        sinkhorn(A, B, C, "logistic", reg=0.5)
 
 
 def test_logistic_marginal_above_reachable_is_infeasible():
@@ -45,7 +52,7 @@ def test_logistic_marginal_above_reachable_is_infeasible():
     with pytest.raises(
         ValueError, match=r"a\[0\] = 2.0 is not below its largest reachable value 2.0"
     ):
-        sinkhorn(np.array([2.0, 0.5]), np.array([1.25, 1.25]), np.zeros((2, 2)), "logistic")
+        sinkhorn(np.array([2.0, 0.5]), np.array([1.25, 1.25]), np.zeros((2, 2)), 1.0, "logistic")
 
 
 def test_reference_disconnecting_a_row_is_infeasible():

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from icml25_core import BenchReport, cache_dir, compare, make_report
+from icml25_core import BenchReport, compare, make_report
 from moequant import quantize
 from moequant.io import save_quantized
 from moequant.lm import cached_model, tiny_mixtral, train_tokenizer
@@ -81,7 +81,7 @@ def run(smoke: bool = False) -> BenchReport:
         model = tiny_mixtral(512, 64, layers=2).eval()
         ids = torch.randint(2, 512, (20_000,), generator=torch.Generator().manual_seed(0))
     else:
-        model, tokenizer, ids, _ = cached_model(cache_dir("moequant"), 400, hidden=64)
+        model, tokenizer, ids, _ = cached_model(400, hidden=64)
     g = torch.Generator().manual_seed(0)
     starts = torch.randint(0, len(ids) - CAL_LEN, (N_CAL,), generator=g).tolist()
     calibration = torch.stack([ids[s : s + CAL_LEN] for s in starts])

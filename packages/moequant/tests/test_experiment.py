@@ -17,12 +17,8 @@ def test_experiment_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch):
         return model, ToyTokenizer(), ids, ids[:1024]
 
     monkeypatch.setattr(experiments, "cached_model", fake_cached_model)
-    monkeypatch.setitem(
-        experiments.PROFILES,
-        "quick",
-        {"hidden": 32, "steps": 0, "n_cal": 4, "cal_len": 16, "group": 16, "test_tokens": 1024},
-    )
-    rows = experiments.MOE_PTQ.run("quick", 0, tmp_path)
+    cfg = experiments.MOE_PTQ.config("smoke", hidden=32, test_tokens=1024)
+    rows = experiments.MOE_PTQ.run(cfg, 0, tmp_path)
     names = {r.method for r in rows}
     assert set(experiments.SETS) <= names and set(experiments.METHODS) <= names
     gaps = [r.metrics["gap"] for r in rows if r.setting.get("part") == "quantization"]

@@ -1,8 +1,12 @@
 """Models and trainer: permutation invariance, switches, explanations, OOD drop, I/O."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 from torch_geometric.data import Batch, Data, InMemoryDataset
 from torch_geometric.loader import DataLoader
 
@@ -10,6 +14,7 @@ from nego_graph import (
     ERM,
     GSAT,
     IRM,
+    GNNClassifier,
     NeGo,
     SpuriousMotif,
     Trainer,
@@ -122,13 +127,43 @@ def test_erm_ood_accuracy_falls_as_bias_grows():
     assert accs[0.9] <= accs[1 / 3] - 0.15
 
 
-def test_checkpoint_round_trip(small, tmp_path):
-    trainer = _train(NeGo(N_FEATURES, 3, hidden=16), small, epochs=2)
+def test_checkpoint_loads_in_a_fresh_process_from_the_folder_alone(small, tmp_path):
+    trainer = _train(NeGo(N_FEATURES, 3, hidden=16, n_envs=3), small, epochs=2)
     trainer.save_checkpoint(tmp_path / "ck")
-    other = Trainer(NeGo(N_FEATURES, 3, hidden=16)).load_checkpoint(tmp_path / "ck")
-    loader = DataLoader(small.test, batch_size=32)
-    torch.testing.assert_close(other.predict(loader), trainer.predict(loader))
-    assert other.history_ == trainer.history_
+    code = (
+        "import sys\n"
+        "from safetensors.torch import save_file\n"
+        "from torch_geometric.loader import DataLoader\n"
+        "from nego_graph import SpuriousMotif, Trainer\n"
+        "t = Trainer.from_checkpoint(sys.argv[1], device='cpu')\n"
+        "graphs = SpuriousMotif(bias=0.7, num_graphs=60, seed=0).test[:4]  # the `small` data\n"
+        "save_file({'p': t.predict(DataLoader(graphs, batch_size=4))}, sys.argv[2])\n"
+        "print(type(t.model).__name__, len(t.history_['epoch']), t.model.prompts.shape[0])\n"
+    )
+    args = [sys.executable, "-c", code, str(tmp_path / "ck"), str(tmp_path / "p.safetensors")]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["NeGo", str(len(trainer.history_["epoch"])), "3"]
+    expected = trainer.predict(DataLoader(small.test[:4], batch_size=4))
+    torch.testing.assert_close(load_file(tmp_path / "p.safetensors")["p"], expected)
+    # the model alone, too
+    again = NeGo.from_pretrained(tmp_path / "ck")
+    torch.testing.assert_close(again.prompts, trainer.model.prompts.cpu())
+
+
+def test_checkpoint_refuses_to_overwrite_and_names_bad_files(small, tmp_path):
+    trainer = _train(ERM(N_FEATURES, 3, hidden=8), small, epochs=1)
+    trainer.save_checkpoint(tmp_path / "ck")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        trainer.save_checkpoint(tmp_path / "ck")
+    trainer.save_checkpoint(tmp_path / "ck", overwrite=True)
+    (tmp_path / "ck" / "trainer.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"trainer\.json is corrupt"):
+        Trainer.from_checkpoint(tmp_path / "ck")
+    (tmp_path / "ck" / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"model\.safetensors is not a readable safetensors"):
+        GNNClassifier.from_pretrained(tmp_path / "ck")
+    with pytest.raises(FileNotFoundError, match=r"has no trainer\.json"):
+        Trainer.from_checkpoint(tmp_path)
 
 
 class Evil:

@@ -54,8 +54,8 @@ def run(smoke: bool = False) -> BenchReport:
             label=f"n={n}",
             repeats=repeats if n < 1000 else 1,
             warmup=0 if n >= 300 else 1,
+            extra=out,
         )
-        comp.extra = out
         comparisons.append(comp)
     X1, X2, s1, s2 = make_views(110, 10, seed=0)
     for g in grids:
@@ -67,8 +67,8 @@ def run(smoke: bool = False) -> BenchReport:
             size=g * g,
             repeats=repeats,
             warmup=0,
+            extra=out,
         )
-        comp.extra = out
         comparisons.append(comp)
     notes = [
         "first rows: time ratio of ugw-embed to POT's entropic GW (SCOT-style baseline, epsilon 1e-2)",

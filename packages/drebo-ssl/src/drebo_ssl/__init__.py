@@ -8,19 +8,25 @@ good, and the next point maximises it. Baselines on the same interface: :class:`
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .base import (
-    AskTellOptimizer,
-    DensityRatioOptimizer,
-    OptimizeResult,
-    check_bounds,
-    run_loop,
-)
-from .baselines import BORE, GPLogEI, RandomSearch
-from .labels import quantile_labels
-from .optimizer import DREBOSSL, minimize
-from .problems import PROBLEMS, Problem, get_problem
-from .ssl import class1_probability, mean_entropy, select_bandwidth
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .base import (
+        AskTellOptimizer,
+        DensityRatioOptimizer,
+        OptimizeResult,
+        check_bounds,
+        run_loop,
+    )
+    from .baselines import BORE, GPLogEI, RandomSearch
+    from .labels import quantile_labels
+    from .optimizer import DREBOSSL, minimize
+    from .problems import PROBLEMS, Problem, get_problem
+    from .ssl import class1_probability, mean_entropy, select_bandwidth
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("drebo-ssl")
 

@@ -31,6 +31,7 @@ RANDOM = "random search"
 FUNCTIONS = ("branin", "beale", "bukin6", "six-hump-camel")
 SCENARIOS = ("sampling", "pool")
 PROFILES = {
+    "smoke": {"n_init": 4, "n_iter": 2, "pool_size": 100, "gp_restarts": 1, "gp_raw": 8},
     "quick": {"n_init": 5, "n_iter": 30, "pool_size": 500, "gp_restarts": 2, "gp_raw": 64},
     "full": {"n_init": 5, "n_iter": 100, "pool_size": 2000, "gp_restarts": 10, "gp_raw": 256},
 }
@@ -91,8 +92,7 @@ def run_case(function: str, scenario: str, methods, cfg: dict, seed: int) -> lis
     return rows
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows = []
     for scenario in SCENARIOS:
         for function in FUNCTIONS:
@@ -180,6 +180,7 @@ SYNTHETIC_FUNCTIONS = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=3,
 )

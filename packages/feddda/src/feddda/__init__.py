@@ -8,21 +8,27 @@ pretrained on them (:mod:`feddda.pretrain`).
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .data import SHAPES, STYLES, ImageSet, image_folder, partition, synthetic_images
-from .federated import (
-    METHODS,
-    Settings,
-    build_model,
-    client_data,
-    evaluate,
-    local_train,
-    shared_part,
-)
-from .model import Adapter, FedDDAModel, PromptLearner
-from .pretrain import cached_clip, pretrain_clip
-from .simulation import simulate
-from .text import word_tokenizer
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .data import SHAPES, STYLES, ImageSet, image_folder, partition, synthetic_images
+    from .federated import (
+        METHODS,
+        Settings,
+        build_model,
+        client_data,
+        evaluate,
+        local_train,
+        shared_part,
+    )
+    from .model import Adapter, FedDDAModel, PromptLearner
+    from .pretrain import cached_clip, pretrain_clip
+    from .simulation import simulate
+    from .text import word_tokenizer
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("feddda")
 

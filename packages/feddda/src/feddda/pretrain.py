@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from icml25_core import cache_dir, track
+from icml25_core import build_once, track
 
 from .data import caption_words, pixel_values, synthetic_images
 from .text import word_tokenizer
@@ -89,9 +89,11 @@ def cached_clip(steps: int = 1000, seed: int = 0, show_progress: bool = False) -
     use (about two minutes on two CPU cores for 1000 steps)."""
     key = hashlib.sha256(repr((CONFIG, steps, seed, inspect.signature(pretrain_clip))).encode())
     key = key.hexdigest()[:8]
-    folder = cache_dir("feddda") / f"clip-s{steps}-seed{seed}-{key}"
-    if not (folder / "config.json").is_file():
+
+    def build(folder: Path) -> None:
         model, tokenizer = pretrain_clip(steps, seed=seed, show_progress=show_progress)
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-    return folder
+
+    # atomic and lock-protected: Ray's client actors may ask for it at the same time
+    return build_once(f"clip-s{steps}-seed{seed}-{key}", build, package="feddda")

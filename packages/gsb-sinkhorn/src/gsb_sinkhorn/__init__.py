@@ -8,16 +8,28 @@ tables) and any user-defined divergence, on NumPy arrays or torch tensors (CPU o
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .applications import (
-    gale_ryser_feasible,
-    random_bipartite_graph,
-    random_contingency_table,
-    typical_table,
-)
-from .baselines import dual_lbfgs
-from .divergences import CONTINGENCY, KL, LOGISTIC, PRESETS, Divergence, get_divergence
-from .solver import ConvergenceWarning, dual_objective, marginal_error, primal_objective, sinkhorn
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .applications import (
+        gale_ryser_feasible,
+        random_bipartite_graph,
+        random_contingency_table,
+        typical_table,
+    )
+    from .baselines import dual_lbfgs
+    from .divergences import CONTINGENCY, KL, LOGISTIC, PRESETS, Divergence, get_divergence
+    from .solver import (
+        ConvergenceWarning,
+        dual_objective,
+        marginal_error,
+        primal_objective,
+        sinkhorn,
+    )
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("gsb-sinkhorn")
 

@@ -173,10 +173,10 @@ def random_bipartite_graph(
             sub_r,
             sub_c,
             np.zeros((fr.size, fc.size)),
+            1.0,
             "logistic",
-            reg=1.0,
-            tol=tol,
-            max_iter=max_iter,
+            stopThr=tol,
+            numItermax=max_iter,
             log=True,
         )
         P[np.ix_(fr, fc)] = Q
@@ -219,10 +219,10 @@ def typical_table(
         r,
         c,
         np.zeros((r.size, c.size)),
+        1.0,
         "contingency",
-        reg=1.0,
-        tol=tol,
-        max_iter=max_iter,
+        stopThr=tol,
+        numItermax=max_iter,
         log=log,
     )
 

@@ -23,7 +23,12 @@ from .baselines import dual_lbfgs
 from .solver import sinkhorn
 
 DIVERGENCES = ("kl", "logistic", "contingency")
-SIZES = {"quick": (50, 200), "full": (50, 200, 1000)}
+PROFILES = {
+    "smoke": {"sizes": (20,), "graph": (20, 15, 20)},
+    "quick": {"sizes": (50, 200), "graph": (60, 40, 200)},
+    "full": {"sizes": (50, 200, 1000), "graph": (300, 200, 1000)},
+}
+"""Problem sizes ``n`` and the application sizes ``(rows, columns, samples)``."""
 REG = 0.1
 TOL = 1e-9
 R2_MIN = 0.95
@@ -60,15 +65,15 @@ def fit_rate(residuals: np.ndarray) -> tuple[float, float, float]:
     return float(np.exp(slope)), r2, float(np.max(r[1:] / r[:-1]))
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
+def _run(config: dict, seed: int, out_dir: Path) -> list[Row]:
     rows: list[Row] = []
-    for n in SIZES[profile]:
+    for n in config["sizes"]:
         a, b, C = make_problem(n, seed)
         mass = a.sum()
         for div in DIVERGENCES:
             setting = {"divergence": div, "n": n}
             start = time.perf_counter()
-            _, log = sinkhorn(a, b, C, div, reg=REG, tol=TOL, max_iter=20000, log=True)
+            _, log = sinkhorn(a, b, C, REG, div, stopThr=TOL, numItermax=20000, log=True)
             wall = time.perf_counter() - start
             rate, r2, max_ratio = fit_rate(log["residuals"])
             rows.append(
@@ -142,13 +147,13 @@ def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
                     baseline=True,
                 )
             )
-    rows.extend(_applications(profile, seed))
+    rows.extend(_applications(config["graph"], seed))
     return rows
 
 
-def _applications(profile: str, seed: int) -> list[Row]:
+def _applications(size: tuple[int, int, int], seed: int) -> list[Row]:
     rng = np.random.default_rng(10_000 + seed)
-    n, m, samples = (60, 40, 200) if profile == "quick" else (300, 200, 1000)
+    n, m, samples = size
     # degrees of a random graph are realisable; the max-entropy model matches them in mean
     G = rng.random((n, m)) < rng.uniform(0.1, 0.6, size=(n, 1))
     r, c = G.sum(1).astype(float), G.sum(0).astype(float)
@@ -245,6 +250,7 @@ LINEAR_CONVERGENCE = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=3,
 )

@@ -201,17 +201,28 @@ def _newton_step(
 
 
 def _validate(
-    a: Any, b: Any, C: Any, R: Any, reg: float, tol: float, max_iter: int, div: Divergence
+    a: Any,
+    b: Any,
+    C: Any,
+    R: Any,
+    reg: float,
+    tol: float,
+    max_iter: int,
+    div: Divergence,
+    names: tuple[str, str, str] = ("C", "tol", "max_iter"),
 ):
-    check_array(C, "C", ndim=2)
+    """Check the inputs; ``names`` are the caller's names for the cost, tolerance and
+    iteration cap, so errors name the argument the user passed."""
+    cost, tol_name, iter_name = names
+    check_array(C, cost, ndim=2)
     n, m = (int(s) for s in C.shape)
     check_array(a, "a", shape=(n,), nonnegative=True)
     check_array(b, "b", shape=(m,), nonnegative=True)
     if R is not None:
         check_array(R, "R", shape=(n, m), nonnegative=True)
     check_scalar(reg, "reg", low=0.0, low_inclusive=False)
-    check_scalar(tol, "tol", low=0.0, low_inclusive=False)
-    check_scalar(max_iter, "max_iter", low=1, integer=True)
+    check_scalar(tol, tol_name, low=0.0, low_inclusive=False)
+    check_scalar(max_iter, iter_name, low=1, integer=True)
     sa, sb = float(a.sum()), float(b.sum())
     if sa <= 0:
         raise ValueError("a must have positive total mass, got sum(a) = 0")
@@ -262,25 +273,30 @@ def _check_support(a: Any, b: Any, R: Any, div: Divergence, nx: Any) -> None:
 def sinkhorn(
     a: Any,
     b: Any,
-    C: Any,
-    divergence: str | Divergence = "kl",
+    M: Any,
     reg: float = 1.0,
+    divergence: str | Divergence = "kl",
     R: Any = None,
-    tol: float = 1e-9,
-    max_iter: int = 10000,
+    numItermax: int = 10000,
+    stopThr: float = 1e-9,
     log: bool = False,
+    warn: bool = True,
     warmstart: tuple[Any, Any] | None = None,
 ):
     r"""Solve the generalized static Schrödinger bridge with Sinkhorn's algorithm.
 
     .. math::
         \pi^\star = \operatorname*{argmin}_{\pi \ge 0,\ \pi 1 = a,\ \pi^\top 1 = b}
-        \ \langle C, \pi\rangle + \varepsilon \sum_{ij} R_{ij}\,\varphi(\pi_{ij}/R_{ij})
+        \ \langle M, \pi\rangle + \varepsilon \sum_{ij} R_{ij}\,\varphi(\pi_{ij}/R_{ij})
 
-    and :math:`\pi^\star_{ij} = R_{ij}\,\psi((f_i + g_j - C_{ij})/\varepsilon)` with the dual
+    and :math:`\pi^\star_{ij} = R_{ij}\,\psi((f_i + g_j - M_{ij})/\varepsilon)` with the dual
     potentials :math:`f, g`. Each iteration updates all :math:`g_j`, then all :math:`f_i`,
     by exact maximisation of the dual (see :mod:`gsb_sinkhorn.solver`). The paper proves
     that the marginal residual then decays linearly (geometrically).
+
+    The arguments follow POT's :func:`ot.sinkhorn` (order and names), so a call written for
+    POT, ``sinkhorn(a, b, M, reg, numItermax=..., stopThr=..., log=True)``, solves the same
+    entropic OT problem here (``divergence="kl"``); the divergence comes after ``reg``.
 
     Parameters
     ----------
@@ -289,27 +305,31 @@ def sinkhorn(
         sequences, counts) are computed in float64.
     b : array-like, shape (m,)
         Column marginal, non-negative, with the same total mass as ``a``.
-    C : array-like, shape (n, m)
+    M : array-like, shape (n, m)
         Cost matrix.
+    reg : float
+        :math:`\varepsilon > 0`.
     divergence : {"kl", "logistic", "contingency"} or Divergence
         ``"kl"``: entropic OT (:math:`\psi = \exp`). ``"logistic"``: maximum-entropy
         matrices with entries in (0, 1), e.g. bipartite graphs with given expected degrees.
         ``"contingency"``: Barvinok's typical tables (:math:`\psi(t) = 1/(e^{-t} - 1)`).
-    reg : float
-        :math:`\varepsilon > 0`.
     R : array-like, shape (n, m), optional
         Reference measure, non-negative; ``None`` means all ones. Zero entries force
         zeros in the plan.
-    tol : float
-        Stop when :math:`\|\pi 1 - a\|_1 \le \mathrm{tol}\cdot\|a\|_1` (the column marginal
-        is exact after each iteration).
-    max_iter : int
+    numItermax : int
         Maximum number of iterations (one column and one row update each).
+    stopThr : float
+        Stop when :math:`\|\pi 1 - a\|_1 \le \mathrm{stopThr}\cdot\|a\|_1` (the column
+        marginal is exact after each iteration). POT's ``sinkhorn_knopp`` compares the
+        Euclidean norm of the column violation instead; for unit mass ours is the stricter.
     log : bool
         Also return a dictionary with the potentials and the residual history.
+    warn : bool
+        Warn (``ConvergenceWarning``) when ``numItermax`` is reached first, as POT does.
     warmstart : tuple of array-like, optional
-        Starting potentials ``(f, g)``, shapes (n,) and (m,), in cost units, for example
-        ``(log["f"], log["g"])`` of a nearby problem; default zeros.
+        Starting dual potentials as POT takes them, the logarithms of the scalings
+        ``(log_u, log_v) = (f / reg, g / reg)``, shapes (n,) and (m,); for example
+        ``(log["log_u"], log["log_v"])`` of a nearby problem. Default zeros.
 
     Returns
     -------
@@ -317,18 +337,21 @@ def sinkhorn(
         The optimal coupling, in the type, dtype and device of the inputs.
     log : dict
         Only if ``log=True``: ``f`` (n,) and ``g`` (m,) the dual potentials in cost units
-        (``-inf`` for zero marginals), ``residuals`` (NumPy array, the relative residual
+        (``-inf`` for zero marginals), ``log_u`` = ``f / reg`` and ``log_v`` = ``g / reg`` (as
+        POT's ``sinkhorn_log`` names them), ``residuals`` (NumPy array, the relative residual
         after each iteration), ``n_iter``, ``converged``.
 
     Warns
     -----
     ConvergenceWarning
-        If ``max_iter`` is reached before ``tol``; ``log["converged"]`` is then ``False``.
+        If ``numItermax`` is reached before ``stopThr`` (and ``warn``);
+        ``log["converged"]`` is then ``False``.
 
     Raises
     ------
     ValueError
         On negative or non-finite inputs, shape mismatch, unequal masses, ``reg <= 0``
+        (also a string there: the divergence comes after ``reg`` since 0.2),
         or marginals that no plan with this divergence and ``R`` can reach.
 
     Examples
@@ -346,10 +369,16 @@ def sinkhorn(
     R. Choudhary, H. Lyu. Linear convergence of Sinkhorn's algorithm for generalized static
     Schrödinger bridge. ICML 2025, PMLR 267:10741-10767.
     """
+    if isinstance(reg, str | Divergence):
+        raise TypeError(
+            f"reg must be a positive number, got {reg!r}: since gsb-sinkhorn 0.2 the arguments "
+            f"follow POT, sinkhorn(a, b, M, reg, divergence), e.g. sinkhorn(a, b, M, 0.1, {reg!r})"
+        )
+    C, tol, max_iter = M, stopThr, numItermax
     a, b, C = (_as_float(x) for x in list_to_array(a, b, C))
     R = None if R is None else _as_float(list_to_array(R))
     div = get_divergence(divergence)
-    _validate(a, b, C, R, reg, tol, max_iter, div)
+    _validate(a, b, C, R, reg, tol, max_iter, div, names=("M", "stopThr", "numItermax"))
     nx = get_backend(a, b, C) if R is None else get_backend(a, b, C, R)
     n, m = (int(s) for s in C.shape)
 
@@ -381,10 +410,10 @@ def sinkhorn(
     else:
         plan, f, g = plan_s, reg * u, reg * v
 
-    if not converged:
+    if not converged and warn:
         warnings.warn(
-            f"Sinkhorn ({div.name}) did not reach tol={tol:g} in max_iter={max_iter} "
-            f"iterations (last relative residual {residuals[-1]:.3e}); increase max_iter or "
+            f"Sinkhorn ({div.name}) did not reach stopThr={tol:g} in numItermax={max_iter} "
+            f"iterations (last relative residual {residuals[-1]:.3e}); increase numItermax or "
             "reg, or check that the marginals are strictly feasible",
             ConvergenceWarning,
             stacklevel=2,
@@ -394,6 +423,8 @@ def sinkhorn(
     return plan, {
         "f": f,
         "g": g,
+        "log_u": f / reg,
+        "log_v": g / reg,
         "residuals": np.asarray(residuals, dtype=float),
         "n_iter": len(residuals),
         "converged": converged,
@@ -410,7 +441,7 @@ def _warmstart(warmstart, ri, ci, n, m, reg, nx):
     f, g = f[_index(ri, f, nx)], g[_index(ci, g, nx)]
     check_array(f, "warmstart[0] on the support of a")
     check_array(g, "warmstart[1] on the support of b")
-    return f / reg, g / reg
+    return f, g
 
 
 def _iterate(a, b, K, R, div, tol, max_iter, nx, start=None):

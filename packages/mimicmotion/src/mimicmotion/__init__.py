@@ -11,16 +11,22 @@ training loop, :mod:`mimicmotion.data` synthetic stick-figure clips, and
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .convert import convert_official_checkpoint, load_mimicmotion, read_checkpoint
-from .data import StickFigureVideo, stick_figure_videos
-from .fusion import fuse, triangle_weights, windows
-from .pipeline import MimicMotionPipeline
-from .pose import PoseSequence, render, rescale_to_reference
-from .posenet import PoseNet
-from .trainer import EncodedClips, calibrate_scaling_factor, encode_clips, fit, region_errors
-from .training import denoise, region_mask, regional_loss, training_step, write_video
-from .unet import MimicMotionUNet
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .convert import convert_official_checkpoint, load_mimicmotion, read_checkpoint
+    from .data import StickFigureVideo, stick_figure_videos
+    from .fusion import fuse, triangle_weights, windows
+    from .pipeline import MimicMotionPipeline
+    from .pose import PoseSequence, render, rescale_to_reference
+    from .posenet import PoseNet
+    from .trainer import EncodedClips, calibrate_scaling_factor, encode_clips, fit, region_errors
+    from .training import denoise, region_mask, regional_loss, training_step, write_video
+    from .unet import MimicMotionUNet
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("mimicmotion")
 

@@ -48,6 +48,7 @@ from .pose import render
 from .trainer import calibrate_scaling_factor, encode_clips, fit, region_errors
 
 PROFILES = {
+    "smoke": {"frames": (16, 32), "size": 32, "steps": 1, "train_steps": 3},
     "quick": {"frames": (16, 32, 64), "size": 64, "steps": 2, "train_steps": 150},
     "full": {"frames": (16, 32, 64, 128), "size": 64, "steps": 4, "train_steps": 600},
 }
@@ -165,8 +166,7 @@ def _smoothness_rows(pipe, clip, seed: int) -> list[Row]:
     return rows
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows = _length_rows(cfg, seed)
     train_clips = stick_figure_videos(TRAIN_CLIPS, CLIP_FRAMES, cfg["size"], seed=1000 * seed)
     test_clips = stick_figure_videos(TEST_CLIPS, CLIP_FRAMES, cfg["size"], seed=1000 * seed + 1)
@@ -260,6 +260,7 @@ LONG_VIDEO = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=2,
 )

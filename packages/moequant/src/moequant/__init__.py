@@ -3,15 +3,21 @@ ICML 2025): expert-balanced self-sampling (EBSS) for calibration and affinity-gu
 (AGQ), with GPTQ and round-to-nearest baselines, packed-integer modules and save/load."""
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .adapters import ADAPTERS, MoEAdapter, register_adapter
-from .calibration import ebss, expert_balance, random_tokens, routing_counts, self_generate
-from .evaluation import perplexity
-from .gptq import Hessian, gptq, reconstruction_error
-from .io import load_quantized, save_quantized
-from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
-from .quantize import QuantConfig, quantize
-from .quantizer import QuantizedWeight, pack, rtn, unpack
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .adapters import ADAPTERS, MoEAdapter, register_adapter
+    from .calibration import ebss, expert_balance, random_tokens, routing_counts, self_generate
+    from .evaluation import perplexity
+    from .gptq_solver import Hessian, gptq, reconstruction_error
+    from .io import load_quantized, save_quantized
+    from .layerwise import QuantConfig, quantize
+    from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
+    from .quantizer import QuantizedWeight, pack, rtn, unpack
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("moequant")
 

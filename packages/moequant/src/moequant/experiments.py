@@ -28,14 +28,22 @@ from pathlib import Path
 
 import torch
 
-from icml25_core import Experiment, Row, Verdict, cache_dir, grouped_bars, mean_metric
+from icml25_core import Experiment, Row, Verdict, grouped_bars, mean_metric
 
 from .calibration import ebss, expert_balance, random_tokens, self_generate
 from .evaluation import perplexity
+from .layerwise import quantize
 from .lm import cached_model
-from .quantize import quantize
 
 PROFILES = {
+    "smoke": {
+        "hidden": 32,
+        "steps": 5,
+        "n_cal": 4,
+        "cal_len": 16,
+        "group": 16,
+        "test_tokens": 2048,
+    },
     "quick": {
         "hidden": 64,
         "steps": 400,
@@ -75,11 +83,10 @@ def _text_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> torch.Te
     return torch.stack([ids[s : s + length] for s in starts.tolist()])
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     torch.manual_seed(seed)
     model, tok, train_ids, test_ids = cached_model(
-        cache_dir("moequant"), cfg["steps"], hidden=cfg["hidden"], show_progress=True
+        cfg["steps"], hidden=cfg["hidden"], show_progress=True
     )
     test_ids = test_ids[: cfg["test_tokens"]]
     n, length = cfg["n_cal"], cfg["cal_len"]
@@ -204,6 +211,7 @@ MOE_PTQ = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=2,
 )

@@ -13,8 +13,8 @@ from safetensors.torch import load_model, save_model
 from torch import nn
 
 from .adapters import MoEAdapter, adapter_for, get
+from .layerwise import QuantConfig, _set
 from .modules import QuantExperts, QuantLinear, QuantRouter
-from .quantize import QuantConfig, _set
 
 WEIGHTS, QUANT_CONFIG = "model.safetensors", "quant_config.json"
 

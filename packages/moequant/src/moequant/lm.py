@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from icml25_core import track
+from icml25_core import build_once, track
 
 
 def stdlib_texts(max_chars: int = 4_000_000) -> tuple[list[str], list[str]]:
@@ -127,27 +127,30 @@ def train_lm(
 
 
 def cached_model(
-    cache_dir: str | Path,
     steps: int,
     vocab_size: int = 1024,
     hidden: int = 128,
     seed: int = 0,
     show_progress: bool = False,
 ):
-    """``(model, tokenizer, train_ids, test_ids)``: trained once, then loaded from
-    ``cache_dir/<key>`` (the key hashes the settings and the corpus)."""
+    """``(model, tokenizer, train_ids, test_ids)``: trained once, then loaded from the
+    icml25 cache (:func:`icml25_core.build_once`, entry ``moequant/<key>``; the key names
+    the settings and hashes the corpus). A second process waits for the first one's
+    training instead of training again; an interrupted training leaves no entry."""
     from transformers import AutoTokenizer, MixtralForCausalLM
 
     train, test = stdlib_texts()
     digest = hashlib.sha256("".join(train[:50] + test[:5]).encode()).hexdigest()[:8]
-    folder = Path(cache_dir) / f"mixtral-v{vocab_size}-h{hidden}-s{steps}-seed{seed}-{digest}"
-    if (folder / "config.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        model = MixtralForCausalLM.from_pretrained(folder).eval()
-    else:
+
+    def build(folder: Path) -> None:
         tokenizer = train_tokenizer(train, vocab_size)
         model = tiny_mixtral(vocab_size, hidden, seed=seed)
         train_lm(model, encode(tokenizer, train), steps, seed=seed, show_progress=show_progress)
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
+
+    name = f"mixtral-v{vocab_size}-h{hidden}-s{steps}-seed{seed}-{digest}"
+    folder = build_once(name, build, package="moequant")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = MixtralForCausalLM.from_pretrained(folder).eval()
     return model, tokenizer, encode(tokenizer, train), encode(tokenizer, test)

@@ -6,11 +6,17 @@ ERM, IRM, VREx and GSAT baselines, a PyG trainer, and the Spurious-Motif generat
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .datasets import SpuriousMotif, load_local_dataset, make_graph
-from .layers import GNNEncoder, WeightedGINConv, edge_mask, grad_reverse
-from .models import ERM, GSAT, IRM, GNNClassifier, NeGo, SubgraphModel, VREx
-from .trainer import Trainer
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .datasets import SpuriousMotif, load_local_dataset, make_graph
+    from .layers import GNNEncoder, WeightedGINConv, edge_mask, grad_reverse
+    from .models import ERM, GSAT, IRM, GNNClassifier, NeGo, SubgraphModel, VREx
+    from .trainer import Trainer
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("nego-graph")
 

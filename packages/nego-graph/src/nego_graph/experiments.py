@@ -32,8 +32,27 @@ ABLATION = "NeGo w/o negative inference"
 BASELINES = ("ERM", "IRM", "VREx", "GSAT")
 SETTINGS = ((0.7, "standard"), (0.9, "standard"), (0.9, "severe"))
 PROFILES = {
-    "quick": {"num_graphs": 900, "epochs": 25, "patience": 10, "hidden": 32},
-    "full": {"num_graphs": 3000, "epochs": 100, "patience": 20, "hidden": 64},
+    "smoke": {
+        "num_graphs": 90,
+        "epochs": 1,
+        "patience": 1,
+        "hidden": 8,
+        "settings": ((0.9, "severe"),),
+    },
+    "quick": {
+        "num_graphs": 900,
+        "epochs": 25,
+        "patience": 10,
+        "hidden": 32,
+        "settings": SETTINGS,
+    },
+    "full": {
+        "num_graphs": 3000,
+        "epochs": 100,
+        "patience": 20,
+        "hidden": 64,
+        "settings": SETTINGS,
+    },
 }
 
 
@@ -83,10 +102,9 @@ def run_setting(bias: float, shift: str, methods, cfg: dict, seed: int) -> list[
     return rows
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows = []
-    for bias, shift in SETTINGS:
+    for bias, shift in cfg["settings"]:
         rows += run_setting(bias, shift, (*BASELINES, METHOD, ABLATION), cfg, seed)
     return rows
 
@@ -137,6 +155,7 @@ SEVERE_SHIFT = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=3,
 )

@@ -43,6 +43,7 @@ from torch.nn import functional as F
 from torch_geometric.utils import scatter
 
 from icml25_core import check_choice, check_scalar
+from icml25_core.hub import PretrainedModelMixin
 
 from .layers import POOLS, GNNEncoder, edge_mask, grad_reverse, mlp
 
@@ -58,9 +59,14 @@ def _risk_variance(losses: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     return risks.var(unbiased=False) if risks.numel() > 1 else losses.sum() * 0
 
 
-class GNNClassifier(nn.Module):
+class GNNClassifier(nn.Module, PretrainedModelMixin):
     """ERM (``penalty=None``), IRMv1 (``"irm"``) or VREx (``"vrex"``) on the whole graph,
-    with the training environments in ``batch.env``."""
+    with the training environments in ``batch.env``.
+
+    ``save_pretrained(folder)`` / ``GNNClassifier.from_pretrained(folder or hub id)`` store
+    the constructor arguments (``config.json``) and the weights (``model.safetensors``);
+    the same holds for :class:`GSAT` and :class:`NeGo`.
+    """
 
     def __init__(
         self,
@@ -109,7 +115,7 @@ class GNNClassifier(nn.Module):
         return total, parts
 
 
-class SubgraphModel(nn.Module):
+class SubgraphModel(nn.Module, PretrainedModelMixin):
     """Extractor + causal classifier: the shared body of GSAT and NeGo."""
 
     def __init__(
@@ -179,7 +185,7 @@ class NeGo(SubgraphModel):
     """NeGo: the subgraph model plus negative prompt environment inference and the
     environment-enhanced invariance penalty (see the module docstring for the losses).
 
-    Parameters (keywords; the others are :class:`SubgraphModel`'s)
+    Parameters (keywords; ``hidden`` ... ``beta`` are :class:`SubgraphModel`'s)
     ----------
     n_envs : int
         Number of environment prompts K.
@@ -202,9 +208,25 @@ class NeGo(SubgraphModel):
         negative=True,
         informative=True,
         invariance=True,
-        **subgraph,
+        hidden=64,
+        layers=3,
+        pool="mean",
+        dropout=0.0,
+        mask="soft",
+        ratio=0.5,
+        beta=1.0,
     ):
-        super().__init__(in_dim, n_classes, **subgraph)
+        super().__init__(
+            in_dim,
+            n_classes,
+            hidden=hidden,
+            layers=layers,
+            pool=pool,
+            dropout=dropout,
+            mask=mask,
+            ratio=ratio,
+            beta=beta,
+        )
         hidden = self.hidden
         check_scalar(n_envs, "n_envs", low=2, integer=True)
         self.prompts = nn.Parameter(torch.randn(n_envs, hidden) / math.sqrt(hidden))
@@ -256,6 +278,10 @@ class NeGo(SubgraphModel):
             if key in parts:
                 total = total + self.lambdas[key] * parts[key]
         return total, parts
+
+
+MODEL_CLASSES = {"GNNClassifier": GNNClassifier, "GSAT": GSAT, "NeGo": NeGo}
+"""The classes a checkpoint may name (nothing else is ever instantiated from a file)."""
 
 
 def ERM(in_dim, n_classes, **kw):

@@ -9,10 +9,14 @@ import math
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch_geometric.data import Batch, Data
 
 from icml25_core import check_scalar, make_progress, select_device
+from icml25_core.hub import atomic_directory
+
+from .models import MODEL_CLASSES
+
+TRAINER_NAME = "trainer.json"
 
 
 class Trainer:
@@ -52,7 +56,7 @@ class Trainer:
         check_scalar(lr, "lr", low=0.0, low_inclusive=False)
         check_scalar(epochs, "epochs", low=1, integer=True)
         check_scalar(patience, "patience", low=1, integer=True)
-        self.device = torch.device(select_device(None if device == "auto" else device))
+        self.device = torch.device(select_device(device))
         self.model = model.to(self.device)
         self.lr, self.weight_decay = float(lr), float(weight_decay)
         self.epochs, self.patience, self.seed = int(epochs), int(patience), int(seed)
@@ -141,22 +145,63 @@ class Trainer:
         batch = self._check(Batch.from_data_list([graph]), need_y=False)
         return self.model.edge_importance(batch).cpu()
 
-    def save_checkpoint(self, path) -> Path:
-        """``model.safetensors`` + ``trainer.json`` (history, best epoch)."""
+    def save_checkpoint(self, path, *, overwrite: bool = False) -> Path:
+        """Write the model (``config.json`` + ``model.safetensors``, loadable on its own by
+        ``<ModelClass>.from_pretrained``) and ``trainer.json`` (model class, history, best
+        epoch, trainer settings) into the folder ``path``, atomically.
+
+        An existing non-empty folder is replaced only with ``overwrite=True``.
+        """
+        name = type(self.model).__name__
+        if name not in MODEL_CLASSES:
+            raise TypeError(f"model must be one of {sorted(MODEL_CLASSES)}, got {name}")
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
-        save_file(state, path / "model.safetensors")
-        meta = {"history": self.history_, "best_epoch": getattr(self, "best_epoch_", None)}
-        (path / "trainer.json").write_text(json.dumps(meta))
+        with atomic_directory(path, overwrite=overwrite) as tmp:
+            self.model.save_pretrained(tmp, overwrite=True)
+            meta = {
+                "model_class": name,
+                "history": self.history_,
+                "best_epoch": getattr(self, "best_epoch_", None),
+                "best_val_acc": getattr(self, "best_val_acc_", None),
+                "settings": {
+                    "lr": self.lr,
+                    "weight_decay": self.weight_decay,
+                    "epochs": self.epochs,
+                    "patience": self.patience,
+                    "seed": self.seed,
+                },
+            }
+            (tmp / TRAINER_NAME).write_text(json.dumps(meta, indent=1))
         return path
 
-    def load_checkpoint(self, path) -> Trainer:
+    @classmethod
+    def from_checkpoint(cls, path, device="auto", progress=False) -> Trainer:
+        """A trainer with the model, history and settings of a :meth:`save_checkpoint`
+        folder, in a fresh process from the folder alone.
+
+        Raises
+        ------
+        FileNotFoundError
+            If the folder lacks ``trainer.json``, ``config.json`` or ``model.safetensors``.
+        ValueError
+            If ``trainer.json`` is corrupt or names an unknown model class.
+        """
         path = Path(path)
-        self.model.load_state_dict(load_file(path / "model.safetensors", device=str(self.device)))
-        meta = json.loads((path / "trainer.json").read_text())
-        self.history_, self.best_epoch_ = meta["history"], meta["best_epoch"]
-        return self
+        meta_path = path / TRAINER_NAME
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"path {str(path)!r} has no {TRAINER_NAME}: not a checkpoint")
+        try:
+            meta = json.loads(meta_path.read_text())
+            model_cls = MODEL_CLASSES[meta["model_class"]]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ValueError(f"{meta_path} is corrupt or names no known model: {err!r}") from None
+        model = model_cls.from_pretrained(path)
+        trainer = cls(model, device=device, progress=progress, **meta.get("settings", {}))
+        trainer.history_ = meta["history"]
+        trainer.best_epoch_ = meta["best_epoch"]
+        if meta.get("best_val_acc") is not None:
+            trainer.best_val_acc_ = meta["best_val_acc"]
+        return trainer
 
 
 def _check_graph(g: Data, need_y: bool = True) -> Data:

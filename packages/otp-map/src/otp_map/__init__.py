@@ -8,17 +8,23 @@ torch models with ``fit`` / ``transport`` / ``potential`` / ``save_pretrained`` 
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .costs import QuadraticCost
-from .models import OTP, NeuralOT, SemiDualOT
-from .schedules import (
-    ConstantSchedule,
-    CosineSchedule,
-    GeometricSchedule,
-    LinearSchedule,
-    NoiseSchedule,
-    schedule_from_dict,
-)
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .costs import QuadraticCost
+    from .models import OTP, NeuralOT, SemiDualOT
+    from .schedules import (
+        ConstantSchedule,
+        CosineSchedule,
+        GeometricSchedule,
+        LinearSchedule,
+        NoiseSchedule,
+        schedule_from_dict,
+    )
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("otp-map")
 

@@ -51,6 +51,14 @@ TASKS_2D = (
     "dirac->8-gaussians",
 )
 PROFILES = {
+    "smoke": {
+        "n": 400,
+        "n_eval": 200,
+        "n_iter": 20,
+        "batch": 64,
+        "hidden": (16, 16),
+        "tasks": TASKS_2D[:2],
+    },
     "quick": {
         "n": 4000,
         "n_eval": 1000,
@@ -170,8 +178,7 @@ def run_colorization(cfg: dict, seed: int) -> list[Row]:
     return rows
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows = []
     for task in cfg["tasks"]:
         if task == "digits-colorization":
@@ -258,6 +265,7 @@ SPURIOUS_SOLUTIONS = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=3,
 )

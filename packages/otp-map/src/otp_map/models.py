@@ -31,20 +31,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 
 from icml25_core import check_choice, check_scalar, make_progress, select_device
+from icml25_core.hub import atomic_directory
 
+from . import checkpoint
 from .costs import Cost, QuadraticCost, check_cost
-from .networks import ACTIVATIONS, ARCHS, build_networks, resolve_arch
+from .networks import ACTIVATIONS, ARCHS, TransportNetworks, build_networks, resolve_arch
 from .samplers import make_sampler, to_tensor
 from .schedules import ConstantSchedule, GeometricSchedule, NoiseSchedule, schedule_from_dict
 
-CONFIG = "config.json"
-WEIGHTS = "model.safetensors"
 HISTORY = "history.json"
-OPTIMIZER = "optimizer.safetensors"
-STATE = "training_state.json"
 
 
 class NeuralOT:
@@ -144,7 +141,7 @@ class NeuralOT:
         return self.schedule(self.step_) * getattr(self, "noise_scale_", 1.0)
 
     def _torch_device(self) -> torch.device:
-        return torch.device(select_device(None if self.device == "auto" else self.device))
+        return torch.device(select_device(self.device))
 
     def _build(self, source_shape, target_shape, noise_scale: float) -> None:
         if self.cost is None and source_shape != target_shape:
@@ -235,7 +232,7 @@ class NeuralOT:
         src, src_shape = make_sampler(source, "source", dev, gen)
         tgt, tgt_shape = make_sampler(target, "target", dev, gen)
         ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
-        if resume and ckpt is not None and (ckpt / STATE).exists():
+        if resume and ckpt is not None and checkpoint.has_training_state(ckpt):
             self._load_checkpoint(ckpt, dev)
         elif not (resume and self.is_fitted):
             scale = _data_scale(tgt(min(4096, 16 * batch_size))) if self.relative_noise else 1.0
@@ -287,7 +284,7 @@ class NeuralOT:
                 if ckpt is not None and (
                     self.step_ % checkpoint_every == 0 or self.step_ == n_iter
                 ):
-                    self.save_checkpoint(ckpt)
+                    self.save_checkpoint(ckpt, overwrite=True)
                 if bar is not None:
                     bar.update(task, completed=self.step_)
         finally:
@@ -425,34 +422,42 @@ class NeuralOT:
             "cost": (
                 QuadraticCost(self.tau).to_dict() if self.cost is None else {"kind": "custom"}
             ),
-            "network": self.net_config_,
             "noise_scale": self.noise_scale_,
             "step": self.step_,
         }
 
-    def save_pretrained(self, path: str | Path) -> Path:
-        """Write ``config.json``, ``model.safetensors`` and ``history.json`` to ``path``."""
+    def _write_pretrained(self, folder: Path) -> None:
+        """``config.json`` + ``model.safetensors`` (:class:`TransportNetworks`) and
+        ``history.json`` into the existing, empty ``folder``."""
+        with torch.random.fork_rng(devices=[]):  # building the wrapper draws an init
+            nets = TransportNetworks(self.net_config_, self._config())
+        nets.map, nets.potential = self.map_net_, self.potential_net_
+        nets.save_pretrained(folder, overwrite=True)
+        (folder / HISTORY).write_text(json.dumps(self.history_))
+
+    def save_pretrained(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Write ``config.json``, ``model.safetensors`` and ``history.json`` to the folder
+        ``path``, atomically (an interrupted save leaves nothing half-written).
+
+        An existing non-empty folder is replaced only with ``overwrite=True``.
+        """
         self._check_fitted()
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        tensors = {f"map.{k}": v for k, v in self.map_net_.state_dict().items()}
-        tensors.update({f"potential.{k}": v for k, v in self.potential_net_.state_dict().items()})
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, path / WEIGHTS)
-        (path / CONFIG).write_text(json.dumps(self._config(), indent=2))
-        (path / HISTORY).write_text(json.dumps(self.history_))
+        with atomic_directory(path, overwrite=overwrite) as tmp:
+            self._write_pretrained(tmp)
         return path
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, cost: Cost | None = None, device: str = "auto"):
-        """Load a model written by :meth:`save_pretrained` (or a checkpoint directory).
+        """Load a model written by :meth:`save_pretrained` (or a checkpoint folder).
 
-        ``cost`` must be given again when the model was trained with a custom cost (code is
-        never stored). Loads safetensors and JSON only; nothing is unpickled.
+        ``path`` is a local folder or a hub id. ``cost`` must be given again when the model
+        was trained with a custom cost (code is never stored). Loads safetensors and JSON
+        only; nothing is unpickled.
         """
-        path = Path(path)
-        if not (path / CONFIG).is_file() or not (path / WEIGHTS).is_file():
-            raise FileNotFoundError(f"path must hold {CONFIG} and {WEIGHTS}, got {str(path)!r}")
-        config = json.loads((path / CONFIG).read_text())
+        dev = torch.device(select_device(device))
+        nets = TransportNetworks.from_pretrained(path, map_location=str(dev))
+        config = nets.estimator
         classes = {c.__name__: c for c in (SemiDualOT, OTP)}
         name = config.get("class")
         if name not in classes or not issubclass(classes[name], cls):
@@ -468,37 +473,34 @@ class NeuralOT:
         model = classes[name]._from_config(params, schedule_from_dict(config["schedule"]))
         model.cost = cost
         model.device = device
-        model.net_config_ = config["network"]
+        model.net_config_ = nets.network
         model.noise_scale_ = float(config["noise_scale"])
-        dev = model._torch_device()
-        T, V = build_networks(model.net_config_)
-        weights = load_file(path / WEIGHTS, device=str(dev))
-        T.load_state_dict({k[4:]: v for k, v in weights.items() if k.startswith("map.")})
-        V.load_state_dict({k[10:]: v for k, v in weights.items() if k.startswith("potential.")})
-        model.map_net_, model.potential_net_ = T.to(dev).eval(), V.to(dev).eval()
+        model.map_net_, model.potential_net_ = nets.map.eval(), nets.potential.eval()
         model._make_optimizers()
         model.generator_ = torch.Generator(device=dev)
         model.generator_.manual_seed(model.seed + int(config["step"]))
         model.step_ = int(config["step"])
-        if (path / HISTORY).is_file():
-            model.history_ = json.loads((path / HISTORY).read_text())
+        history = Path(path) / HISTORY
+        if history.is_file():
+            try:
+                model.history_ = json.loads(history.read_text())
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{history} is not valid JSON: {err}") from None
         return model
 
-    def save_checkpoint(self, path: str | Path) -> Path:
-        """:meth:`save_pretrained` plus optimizer and sampler state, for ``fit(resume=True)``."""
-        path = self.save_pretrained(path)
-        tensors, meta = {}, {}
-        for name, opt in (("map", self.map_opt_), ("potential", self.potential_opt_)):
-            state = opt.state_dict()
-            meta[name] = {"param_groups": state["param_groups"], "state": {}}
-            for idx, entries in state["state"].items():
-                meta[name]["state"][str(idx)] = []
-                for key, val in entries.items():
-                    tensors[f"{name}.{idx}.{key}"] = val.detach().cpu().contiguous()
-                    meta[name]["state"][str(idx)].append(key)
-        tensors["generator"] = self.generator_.get_state().cpu()
-        save_file(tensors, path / OPTIMIZER)
-        (path / STATE).write_text(json.dumps({"step": self.step_, "optimizers": meta}))
+    def save_checkpoint(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """:meth:`save_pretrained` plus the optimizer and sampler state
+        (:mod:`otp_map.checkpoint`), for ``fit(resume=True)``; atomic as a whole."""
+        self._check_fitted()
+        path = Path(path)
+        with atomic_directory(path, overwrite=overwrite) as tmp:
+            self._write_pretrained(tmp)
+            checkpoint.save_training_state(
+                tmp,
+                self.step_,
+                {"map": self.map_opt_, "potential": self.potential_opt_},
+                self.generator_,
+            )
         return path
 
     def _load_checkpoint(self, path: Path, dev: torch.device) -> None:
@@ -512,19 +514,9 @@ class NeuralOT:
             setattr(self, attr, getattr(loaded, attr))
         self.step_ = loaded.step_
         self._make_optimizers()
-        tensors = load_file(path / OPTIMIZER, device=str(dev))
-        meta = json.loads((path / STATE).read_text())["optimizers"]
-        for name, opt in (("map", self.map_opt_), ("potential", self.potential_opt_)):
-            state = {
-                int(idx): {key: tensors[f"{name}.{idx}.{key}"] for key in keys}
-                for idx, keys in meta[name]["state"].items()
-            }
-            opt.load_state_dict({"state": state, "param_groups": meta[name]["param_groups"]})
-            for entries in opt.state.values():  # Adam keeps its step count on the CPU
-                if "step" in entries:
-                    entries["step"] = entries["step"].cpu()
-        self.generator_ = torch.Generator(device=dev)
-        self.generator_.set_state(tensors["generator"].cpu())
+        self.generator_ = checkpoint.load_training_state(
+            path, {"map": self.map_opt_, "potential": self.potential_opt_}, dev
+        )
 
     @classmethod
     def _from_config(cls, params: dict[str, Any], schedule: NoiseSchedule):

@@ -1,7 +1,8 @@
 """Map and potential networks: MLPs for vectors, a small UNet / conv critic for images.
 
 Every network takes a batch shaped ``(n, *sample_shape)``. :func:`build_networks` builds the
-pair ``(T, V)`` from a JSON-serialisable config, which is what ``save_pretrained`` stores.
+pair ``(T, V)`` from a JSON-serialisable config; :class:`TransportNetworks` holds the pair
+for ``save_pretrained`` / ``from_pretrained`` (huggingface_hub's mixin).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 from torch import nn
 
 from icml25_core import check_choice
+from icml25_core.hub import PretrainedModelMixin
 
 ACTIVATIONS = {"silu": nn.SiLU, "relu": nn.ReLU, "gelu": nn.GELU, "leaky_relu": nn.LeakyReLU}
 ARCHS = ("auto", "mlp", "conv")
@@ -146,3 +148,28 @@ def build_networks(config: dict[str, Any]) -> tuple[nn.Module, nn.Module]:
         T = MapMLP(src, tgt, hidden, act, config.get("residual", True))
         V = PotentialMLP(tgt, hidden, act)
     return T, V
+
+
+class TransportNetworks(nn.Module, PretrainedModelMixin):
+    """The map ``T`` and the potential ``V`` of a neural OT model as one hub-mixin module.
+
+    ``save_pretrained`` writes ``config.json`` (``network``: what :func:`build_networks`
+    takes; ``estimator``: the OT model's settings, schedule, cost and step) and
+    ``model.safetensors`` (``map.*`` and ``potential.*`` tensors); ``from_pretrained``
+    rebuilds both networks from the folder alone. :class:`~otp_map.OTP` and
+    :class:`~otp_map.SemiDualOT` save and load through it.
+
+    Parameters
+    ----------
+    network : dict
+        Keys ``arch``, ``source_shape``, ``target_shape``, ``hidden`` / ``channels``,
+        ``activation``, ``residual``.
+    estimator : dict, optional
+        The estimator's own record (JSON); stored, not interpreted here.
+    """
+
+    def __init__(self, network: dict[str, Any], estimator: dict[str, Any] | None = None):
+        super().__init__()
+        self.network = dict(network)
+        self.estimator = dict(estimator or {})
+        self.map, self.potential = build_networks(self.network)

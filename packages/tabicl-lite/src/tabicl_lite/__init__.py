@@ -7,11 +7,17 @@ prior of :mod:`tabicl_lite.prior`, ships inside the wheel.
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .classifier import TabICLClassifier, load_model, shipped_checkpoint_path
-from .hierarchy import build_tree
-from .model import TabICL, TabICLConfig
-from .prior import PriorConfig, sample_batch, sample_table
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .classifier import TabICLClassifier, load_model, shipped_checkpoint_path
+    from .hierarchy import build_tree
+    from .model import TabICL, TabICLConfig
+    from .prior import PriorConfig, sample_batch, sample_table
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("tabicl-lite")
 

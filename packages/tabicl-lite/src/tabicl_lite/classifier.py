@@ -31,7 +31,7 @@ def shipped_checkpoint_path() -> Path:
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str, device: str) -> TabICL:
-    model = TabICL.from_pretrained(path, device=device)
+    model = TabICL.from_pretrained(path, map_location=device)
     for p in model.parameters():
         p.requires_grad_(False)
     return model

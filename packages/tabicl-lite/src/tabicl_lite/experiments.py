@@ -40,6 +40,7 @@ LOADERS = {
     "digits": load_digits,
 }
 PROFILES = {
+    "smoke": {"datasets": ("iris",), "prior_tables": 1, "n_estimators": 1},
     "quick": {"datasets": ("iris", "wine", "breast_cancer"), "prior_tables": 3, "n_estimators": 4},
     "full": {"datasets": tuple(LOADERS), "prior_tables": 10, "n_estimators": 8},
 }
@@ -114,8 +115,7 @@ def _tables(cfg: dict):
         yield f"prior-{i}", X, y
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows = []
     for table, X, y in _tables(cfg):
         for name in (METHOD, *BASELINES):
@@ -166,6 +166,7 @@ SMALL_TABLES = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=1,
 )

@@ -7,19 +7,14 @@ labels ``y_train`` of shape ``(B, n_train)`` with values in ``[0, max_classes)``
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .layers import Block, InducedSetBlock, RotaryEmbedding
+from icml25_core.hub import PretrainedModelMixin
 
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
+from .layers import Block, InducedSetBlock, RotaryEmbedding
 
 
 @dataclass(frozen=True)
@@ -177,7 +172,7 @@ class ICLearning(nn.Module):
         return self.decoder(self.norm(z[:, n_train:]))
 
 
-class TabICL(nn.Module):
+class TabICL(nn.Module, PretrainedModelMixin):
     """TabICL (Qu et al., ICML 2025): a tabular foundation model for in-context learning.
 
     ``forward(X, y_train)`` standardizes every column with its training rows, embeds the
@@ -196,11 +191,16 @@ class TabICL(nn.Module):
         chunking bounds their working memory without changing the result (with autograd
         on, activations are kept anyway and the stages run in one pass). A runtime
         setting, not saved.
+
+    ``save_pretrained(folder)`` writes ``config.json`` (the :class:`TabICLConfig` fields)
+    and ``model.safetensors`` atomically; ``TabICL.from_pretrained(folder or hub id,
+    map_location=...)`` loads them (huggingface_hub's mixin, strict, no pickle).
     """
 
     def __init__(self, config: TabICLConfig | None = None, chunk_cells: int = 2**14):
         super().__init__()
         self.config = config or TabICLConfig()
+        self._hub_mixin_config = self.config  # config.json holds the sizes, not chunk_cells
         self.chunk_cells = chunk_cells
         self.col = ColumnEmbedding(self.config)
         self.row = RowInteraction(self.config)
@@ -254,30 +254,3 @@ class TabICL(nn.Module):
     @property
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-    def save_pretrained(self, path: str | Path) -> Path:
-        """Write ``config.json`` and ``model.safetensors`` into the folder ``path``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / CONFIG_NAME).write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
-        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
-        save_file(state, path / WEIGHTS_NAME)
-        return path
-
-    @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | torch.device = "cpu") -> TabICL:
-        """Load a folder written by :meth:`save_pretrained` (no code, no pickle)."""
-        path = Path(path)
-        if not (path / CONFIG_NAME).is_file() or not (path / WEIGHTS_NAME).is_file():
-            raise FileNotFoundError(
-                f"model_path must be a folder holding {CONFIG_NAME} and {WEIGHTS_NAME}; "
-                f"got {str(path)!r}"
-            )
-        fields = json.loads((path / CONFIG_NAME).read_text())
-        known = {f.name for f in dataclasses.fields(TabICLConfig)}
-        unknown = set(fields) - known
-        if unknown:
-            raise ValueError(f"unknown fields in {path / CONFIG_NAME}: {sorted(unknown)}")
-        model = cls(TabICLConfig(**fields))
-        model.load_state_dict(load_file(path / WEIGHTS_NAME, device=str(device)))
-        return model.to(device).eval()

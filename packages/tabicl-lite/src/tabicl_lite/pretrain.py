@@ -306,7 +306,7 @@ def pretrain(
             save_checkpoint(wall_before + time.perf_counter() - start)
     wall = wall_before + time.perf_counter() - start
     if rank == 0 and step == total:
-        model.eval().cpu().save_pretrained(out / "model")
+        model.eval().cpu().save_pretrained(out / "model", overwrite=True)
         record = {
             "command": command,
             "seed": seed,

@@ -7,13 +7,19 @@ with a metric, so that each embedding is close to an isometry and the two are al
 """
 
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from .baselines import gw_barycentric_alignment
-from .chain import ChainResult, chain_sinkhorn
-from .gromov import gw_cost
-from .metrics import distortion, embedded_wasserstein, foscttm
-from .model import JointEmbedding
-from .spaces import SPACES, TargetSpace, check_metric, make_space
+from icml25_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .baselines import gw_barycentric_alignment
+    from .chain import ChainResult, chain_sinkhorn
+    from .gromov import gw_cost
+    from .metrics import distortion, embedded_wasserstein, foscttm
+    from .model import JointEmbedding
+    from .spaces import SPACES, TargetSpace, check_metric, make_space
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __version__ = _version("ugw-embed")
 

@@ -26,6 +26,15 @@ from .model import JointEmbedding
 METHOD = "ugw-embed"
 BASELINE = "entropic GW + barycentric projection (POT)"
 PROFILES = {
+    "smoke": {
+        "n": 40,
+        "drop": 4,
+        "grid": 6,
+        "n_iter": 3,
+        "eps": 5e-3,
+        "restarts": 1,
+        "sweep": (1.0, 10.0),
+    },
     "quick": {
         "n": 160,
         "drop": 10,
@@ -64,8 +73,7 @@ def make_views(n: int, drop: int, seed: int):
     return X1, X2, np.searchsorted(keep1, shared), np.searchsorted(keep2, shared)
 
 
-def _run(profile: str, seed: int, out_dir: Path) -> list[Row]:
-    cfg = PROFILES[profile]
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     X1, X2, s1, s2 = make_views(cfg["n"], cfg["drop"], seed)
     D1, D2 = cdist(X1, X1), cdist(X2, X2)
     rows = []
@@ -173,6 +181,7 @@ JOINT_EMBEDDING = Experiment(
     ),
     run=_run,
     judge=_judge,
+    profiles=PROFILES,
     plot=_plot,
     default_seeds=3,
 )

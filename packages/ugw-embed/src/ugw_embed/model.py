@@ -325,7 +325,7 @@ def _converters(device: str | None):
         return (lambda x: x), (lambda x: np.asarray(x))
     import torch
 
-    dev = select_device(None if device == "auto" else device)
+    dev = select_device(device)
     if dev.startswith("mps") and device == "auto":
         dev = "cpu"  # the best float64 device
     if dev.startswith("mps"):

@@ -34,7 +34,7 @@ from torch import nn
 from icml25_core import track
 
 from .adapters import MoEAdapter, adapter_for, get, moe_block
-from .gptq import Hessian, gptq, reconstruction_error
+from .gptq_solver import Hessian, gptq, reconstruction_error
 from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
 from .quantizer import QuantizedWeight, check_bits, check_group_size, rtn
 
