@@ -102,3 +102,55 @@ def test_no_package_imports_another_method_package(pkg):
                 continue
             for name in names:
                 assert name.split(".")[0] not in others, f"{path} imports {name}"
+
+
+def test_readme_method_table_is_generated_from_the_metadata():
+    """The root README's table is what ci/methods_table.py makes of each Method."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("methods_table", ROOT / "ci" / "methods_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert module.render(readme) == readme, "stale: run `uv run python ci/methods_table.py`"
+    for pkg in PACKAGES:
+        assert f"[`{pkg.name}`](packages/{pkg.name})" in readme
+
+
+def test_scaffold_lays_out_the_whole_contract_and_nothing_that_passes(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scaffold", ROOT / "ci" / "scaffold.py")
+    scaffold = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scaffold)
+    (tmp_path / "packages").mkdir()
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    monkeypatch.setattr(scaffold, "ROOT", tmp_path)
+    assert scaffold.main(["new-method", "A Title", "https://example.org"]) == 0
+    pkg = tmp_path / "packages" / "new-method"
+    for rel in (
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "src/new_method/__init__.py",
+        "src/new_method/_method.py",
+        "src/new_method/experiments.py",
+        "tests/test_conformance.py",
+        "tests/test_claim.py",
+        "benchmarks/bench_peer.py",
+    ):
+        assert (pkg / rel).is_file(), rel
+    for path in pkg.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+    meta = tomllib.loads((pkg / "pyproject.toml").read_text())["project"]
+    assert any(re.match(r"icml25-core>=0\.2,<0\.3", d) for d in meta["dependencies"])
+    assert "cuda" not in meta.get("optional-dependencies", {})
+    claim = (pkg / "tests" / "test_claim.py").read_text()
+    assert "@pytest.mark.claim" in claim and "pytest.fail(" in claim
+    assert "<!-- quick-start -->" in (pkg / "README.md").read_text()
+    assert "## Differences from the official code" in (pkg / "README.md").read_text()
+    root = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert root["tool"]["uv"]["sources"]["new-method"] == {"workspace": True}
+    assert "new-method" in root["dependency-groups"]["dev"]
+    assert "new_method" in root["tool"]["ruff"]["lint"]["isort"]["known-first-party"]
+    assert scaffold.main(["new-method", "A Title", "https://example.org"]) == 1  # exists

@@ -146,7 +146,7 @@ def test_zero_marginals_give_zero_rows_and_columns(divergence):
 
 def test_non_convergence_warns_and_says_so():
     a, b, C = feasible_problem(20, 20, seed=11)
-    with pytest.warns(ConvergenceWarning, match="did not reach tol"):
+    with pytest.warns(ConvergenceWarning, match="did not reach stopThr"):
         _, log = sinkhorn(a, b, C, 0.05, "contingency", numItermax=3, log=True)
     assert log["converged"] is False
     assert log["n_iter"] == 3
@@ -168,7 +168,9 @@ def test_lists_are_accepted():
 
 
 def test_integer_inputs_are_computed_in_float64():
-    P = sinkhorn(np.array([2, 1]), np.array([1, 1, 1]), np.zeros((2, 3), dtype=int), "logistic")
+    P = sinkhorn(
+        np.array([2, 1]), np.array([1, 1, 1]), np.zeros((2, 3), dtype=int), 1.0, "logistic"
+    )
     assert P.dtype == np.float64
     np.testing.assert_allclose(P.sum(1), [2, 1], rtol=1e-9)
 

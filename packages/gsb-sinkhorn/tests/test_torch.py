@@ -48,6 +48,6 @@ def test_torch_zero_marginals_and_reference():
     R = np.ones_like(C)
     R[0, 0] = 0.0
     P_np = sinkhorn(a, b, C, 0.5, "logistic", R=R)
-    P_t = sinkhorn(*(torch.tensor(x) for x in (a, b, C)), "logistic", reg=0.5, R=torch.tensor(R))
+    P_t = sinkhorn(*(torch.tensor(x) for x in (a, b, C)), 0.5, "logistic", R=torch.tensor(R))
     np.testing.assert_allclose(P_t.numpy(), P_np, rtol=1e-9, atol=1e-13)
     assert float(P_t[1].abs().sum()) == 0.0 and float(P_t[0, 0]) == 0.0

@@ -44,7 +44,7 @@ def test_the_0_1_argument_order_gets_a_clear_error():
     with pytest.raises(
         TypeError, match=r"arguments follow POT, sinkhorn\(a, b, M, reg, divergence\)"
     ):
-        sinkhorn(A, B, C, "logistic", reg=0.5)
+        sinkhorn(A, B, C, "logistic")
 
 
 def test_logistic_marginal_above_reachable_is_infeasible():

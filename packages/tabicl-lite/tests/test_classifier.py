@@ -183,3 +183,17 @@ def test_normalizer_treats_training_and_test_rows_alike():
     norm.passthrough_ = np.array([False, True, False])
     out = norm.transform(X[:5])
     np.testing.assert_array_equal(out[:, 1], X[:5, 1])
+
+
+def test_parameters_are_keyword_only_and_validated_the_scikit_learn_way(tiny_model_path, data):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(TypeError):
+        TabICLClassifier(4)  # keyword-only, as scikit-learn estimators
+    X, y = data
+    for params, name in [
+        ({"batch_size": 0}, "batch_size"),
+        ({"feature_shuffle": "yes"}, "feature_shuffle"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of TabICLClassifier"):
+            TabICLClassifier(model_path=tiny_model_path, **params).fit(X, y)

@@ -134,8 +134,18 @@ def test_views_share_points():
             ValueError,
             "lam schedule must be increasing",
         ),
-        ({"eps": 0.0}, {"X1": np.eye(3), "X2": np.eye(3)}, ValueError, "eps must be > 0"),
-        ({"space": "cube"}, {"X1": np.eye(3), "X2": np.eye(3)}, ValueError, "space must be one of"),
+        (
+            {"eps": 0.0},
+            {"X1": np.eye(3), "X2": np.eye(3)},
+            ValueError,
+            "'eps' parameter of JointEmbedding must be",
+        ),
+        (
+            {"space": "cube"},
+            {"X1": np.eye(3), "X2": np.eye(3)},
+            ValueError,
+            "'space' parameter of JointEmbedding",
+        ),
         (
             {"grid": 400, "max_memory_gb": 1.0},
             {"X1": np.eye(3), "X2": np.eye(3)},
@@ -154,3 +164,13 @@ def test_divergence_is_reported_not_returned():
     X = sheet(20, 5)
     with pytest.raises(FloatingPointError, match="increase eps or lower lam"):
         JointEmbedding(grid=6, lam=1e300, eps=1e-300, n_iter=2).fit(X, X)
+
+
+def test_parameters_are_keyword_only_and_validated_the_scikit_learn_way():
+    with pytest.raises(TypeError):
+        JointEmbedding("plane")  # keyword-only, as scikit-learn estimators
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="'n_iter' parameter of JointEmbedding"):
+        JointEmbedding(n_iter=0).fit(X1=np.eye(3), X2=np.eye(3))
+    assert JointEmbedding(grid=7).get_params()["grid"] == 7

@@ -36,6 +36,8 @@ def _type_checking_imports(source: str, filename: str) -> dict[str, tuple[str, s
         if node.test.id != "TYPE_CHECKING":
             continue
         for stmt in node.body:
+            if isinstance(stmt, ast.Pass):
+                continue
             if not isinstance(stmt, ast.ImportFrom) or stmt.level != 1:
                 raise TypeError(
                     f"{filename}: the TYPE_CHECKING block may only hold 'from .module import "

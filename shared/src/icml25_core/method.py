@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ENTRY_POINT_GROUP = "icml25.methods"
+STATUSES = ("available", "planned")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class Method:
         One line: what the package does.
     experiments : dict of str to str
         Experiment name -> import string of an :class:`~icml25_core.experiment.Experiment`.
+    status : {"available", "planned"}
+        ``available``: the method, baselines, claim experiment, benchmark and tests are
+        done; ``planned``: nothing usable yet (a scaffold).
+    claim : str
+        One line: what the claim experiment measured (held or not, and the numbers that
+        say so). The root README's method table is generated from it.
     """
 
     name: str
@@ -47,6 +54,14 @@ class Method:
     url: str
     summary: str
     experiments: dict[str, str] = field(default_factory=dict)
+    status: str = "planned"
+    claim: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.status == "available" and not self.claim:
+            raise ValueError(f"{self.name}: an available method states its measured claim")
 
     @property
     def import_name(self) -> str:

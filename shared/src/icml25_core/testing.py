@@ -25,15 +25,17 @@ and pytest then checks that
 - every ``benchmarks/bench_*.py`` (a source checkout) returns a
   :class:`~icml25_core.bench.BenchReport` from ``run(smoke=True)``.
 
-The README is read from the installed distribution's metadata (its long description), so
-:func:`run_quick_start` also works where only the wheel is installed
-(``python -m icml25_core.testing quick-start NAME``, which ``ci/isolated.sh`` runs).
+The README is the checkout's ``README.md`` in a source checkout and the installed
+distribution's metadata (its long description) elsewhere, so :func:`run_quick_start` also
+works where only the wheel is installed (``python -m icml25_core.testing quick-start NAME
+DIR``, which ``ci/isolated.sh`` runs).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata as md
+import importlib.util
 import inspect
 import json
 import math
@@ -97,8 +99,22 @@ def quick_start_blocks(markdown: str) -> list[str]:
     return [textwrap.dedent(block) for block in _FENCE.findall(markdown)]
 
 
+def _source_root(distribution: str) -> Path | None:
+    """The distribution's folder in a source checkout (``pyproject.toml`` beside ``src/``)."""
+    spec = importlib.util.find_spec(distribution.replace("-", "_"))
+    if spec is None or spec.origin is None:
+        return None
+    root = Path(spec.origin).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() else None
+
+
 def readme_text(distribution: str) -> str:
-    """The README of an installed distribution (its metadata's long description)."""
+    """The README of an installed distribution: the checkout's ``README.md`` where the
+    package runs from a source checkout (an editable install's metadata keeps the README
+    of when it was installed), else the metadata's long description (a wheel install)."""
+    root = _source_root(distribution)
+    if root is not None and (root / "README.md").is_file():
+        return (root / "README.md").read_text(encoding="utf-8")
     meta = md.metadata(distribution)
     text = meta.get_payload() or meta.get("Description") or ""
     if not text.strip():
@@ -193,9 +209,7 @@ class PackageConformance:
 
     def source_root(self) -> Path | None:
         """The package's folder in a source checkout (``pyproject.toml`` beside ``src/``)."""
-        origin = Path(inspect.getfile(self.module())).resolve()
-        root = origin.parents[2]
-        return root if (root / "pyproject.toml").is_file() else None
+        return _source_root(self.distribution)
 
     # -- the checks --------------------------------------------------------------------
     def test_version_agrees_everywhere(self) -> None:

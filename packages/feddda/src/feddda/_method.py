@@ -12,4 +12,11 @@ METHOD = Method(
     url="https://proceedings.mlr.press/v267/",
     summary="federated prompt tuning of CLIP with shared/personal prompts, adapters and gate (Flower app)",
     experiments={"personalized-fpl": "feddda.experiments:PERSONALIZED_FPL"},
+    status="available",
+    claim=(
+        "held on a small CLIP pretrained on synthetic styled images: mean per-client "
+        "accuracy 0.553 vs PromptFL 0.457 and local-only 0.520 in the full profile; the"
+        " gain comes from the decoupled prompts, the visual adapters added nothing at "
+        "this scale"
+    ),
 )

@@ -10,4 +10,9 @@ METHOD = Method(
     url="https://proceedings.mlr.press/v267/choudhary25a.html",
     summary="Sinkhorn for any strictly convex divergence: entropic OT, max-entropy graphs, typical tables",
     experiments={"linear-convergence": "gsb_sinkhorn.experiments:LINEAR_CONVERGENCE"},
+    status="available",
+    claim=(
+        "held: linear convergence (fitted rate < 1, R² ≥ 0.95) for KL, logistic and "
+        "contingency divergences at every size"
+    ),
 )

@@ -13,4 +13,6 @@ METHOD = Method(
     url="https://arxiv.org/abs/2502.04583",
     summary="Learn OT plans (one-to-many where needed) by annealed source smoothing",
     experiments={"spurious-solutions": "otp_map.experiments:SPURIOUS_SOLUTIONS"},
+    status="available",
+    claim="held on 4 of 5 tasks at laptop scale; point masses -> moons did not",
 )

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import functools
+import os
 from importlib.resources import as_file, files
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder, OrdinalEncoder
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -43,6 +47,11 @@ def load_model(model_path: str | Path | None = None, device: str | None = None) 
     The returned model is shared and frozen; it is in eval mode and must not be trained.
     """
     path = shipped_checkpoint_path() if model_path is None else Path(model_path)
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"model_path must be a checkpoint folder (config.json + model.safetensors), "
+            f"got {str(path)!r}"
+        )
     return _load(str(path.resolve()), select_device(device))
 
 
@@ -92,8 +101,23 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         The training table as each member sees it (clipped, normalized, reordered).
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "norm_methods": [tuple, list],
+        "feature_shuffle": ["boolean"],
+        "class_shift": ["boolean"],
+        "outlier_threshold": [Interval(Real, 0, None, closed="neither"), None],
+        "softmax_temperature": [Interval(Real, 0, None, closed="neither")],
+        "categorical_features": ["array-like", None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "model_path": [str, os.PathLike, None],
+        "device": [str, None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self,
+        *,
         n_estimators: int = 8,
         norm_methods: tuple[str, ...] = ("none", "power"),
         feature_shuffle: bool = True,
@@ -125,23 +149,15 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
-        if not isinstance(self.n_estimators, int | np.integer) or self.n_estimators < 1:
-            raise ValueError(f"n_estimators must be an int >= 1, got {self.n_estimators!r}")
-        if not isinstance(self.batch_size, int | np.integer) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {self.batch_size!r}")
-        if isinstance(self.norm_methods, str) or not len(self.norm_methods):
+        """scikit-learn's ``_parameter_constraints``, then what they cannot say."""
+        self._validate_params()
+        if not len(self.norm_methods):
             raise ValueError(
                 f"norm_methods must be a non-empty tuple from {NORM_METHODS}, got "
                 f"{self.norm_methods!r}"
             )
         for m in self.norm_methods:
             Normalizer(m)
-        if not self.softmax_temperature > 0:
-            raise ValueError(f"softmax_temperature must be > 0, got {self.softmax_temperature!r}")
-        if self.outlier_threshold is not None and not self.outlier_threshold > 0:
-            raise ValueError(
-                f"outlier_threshold must be > 0 or None, got {self.outlier_threshold!r}"
-            )
 
     def _categorical_mask(self, n_features: int) -> np.ndarray:
         cats = self.categorical_features

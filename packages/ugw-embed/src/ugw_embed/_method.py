@@ -13,4 +13,6 @@ METHOD = Method(
     url="https://arxiv.org/abs/2502.07510",
     summary="Embed two unaligned datasets jointly into a plane, sphere, torus or grid",
     experiments={"joint-embedding": "ugw_embed.experiments:JOINT_EMBEDDING"},
+    status="available",
+    claim=("distortion falls with lam; FOSCTTM did not beat the GW baseline at laptop scale"),
 )

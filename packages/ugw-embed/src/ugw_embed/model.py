@@ -22,11 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from icml25_core import check_array, check_scalar, select_device
 
@@ -102,8 +104,24 @@ class JointEmbedding(BaseEstimator):
     (40, 2)
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "space": [StrOptions(set(SPACES)), tuple],
+        "lam": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        "eps": [Interval(Real, 0, None, closed="neither")],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "grid": [Interval(Integral, 2, None, closed="left")],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "seed": ["random_state"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "sinkhorn_tol": [Interval(Real, 0, None, closed="neither")],
+        "sinkhorn_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "device": [str, None],
+        "max_memory_gb": [Interval(Real, 0, None, closed="neither")],
+    }
+
     def __init__(
         self,
+        *,
         space: str | tuple[Any, Any] = "plane",
         lam: float | Sequence[float] = 1e3,
         eps: float = 1e-3,
@@ -205,11 +223,8 @@ class JointEmbedding(BaseEstimator):
 
         Both inputs are rescaled to maximal distance 1, like the target space.
         """
+        self._validate_params()
         lams = self._schedule()
-        check_scalar(self.eps, "eps", low=0.0, low_inclusive=False)
-        check_scalar(self.n_iter, "n_iter", low=1, integer=True)
-        check_scalar(self.n_restarts, "n_restarts", low=1, integer=True)
-        check_scalar(self.tol, "tol", low=0.0)
         d1 = self._distances(X1, D1, "1")
         d2 = self._distances(X2, D2, "2")
         xi1 = self._weights(w1, d1.shape[0], "w1")
