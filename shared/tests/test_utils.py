@@ -57,11 +57,13 @@ def test_build_once_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         build_once("model-b", half)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == []
+    (tmp_path / ".model-b.building-killed").mkdir()  # a build killed before its cleanup
     # a folder that some older, non-atomic writer left behind is not taken as complete
     (tmp_path / "model-b").mkdir()
     (tmp_path / "model-b" / "part").write_text("half")
     path = build_once("model-b", _write)
     assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == ["weights.txt"]
+    assert not list(tmp_path.glob(".model-b.building-*")), "stale build folders are removed"
 
 
 _SLOW_BUILD = """

@@ -81,6 +81,8 @@ def build_once(
             return final
         if final.exists():
             shutil.rmtree(final)  # incomplete: not written by this helper
+        for stale in parent.glob(f".{name}.building-*"):  # builds killed before the rename
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.building-", dir=parent))
         try:
             builder(tmp)

@@ -1,0 +1,37 @@
+"""The quick claim test: what the quick profile measured on seed 0, with stated margins.
+
+The quick profile (a hidden-64 Mixtral trained by the package on the standard library,
+cached after its first training) measured on seed 0: 3-bit perplexity gaps MoEQuant
++0.891, GPTQ (random text) +0.287, RTN +0.585; 4-bit MoEQuant +0.125, GPTQ +0.125, RTN
++0.243; expert-frequency std of the calibration sets: EBSS (tau 1.2) 0.135, random text
+0.110. So GPTQ beats round-to-nearest, but neither of the paper's claims held at this scale
+(see the README for why we think so). Slower than the package budget (about 100 s on two
+cores, plus about 4 minutes the first time, when the model is trained and cached): the
+quick profile quantizes the model 14 times and measures perplexity on 100k tokens 15 times,
+and a smaller model does not reproduce these measurements.
+"""
+
+import pytest
+
+from icml25_core import mean_metric, run_experiment
+from moequant.experiments import GPTQ, MOE_PTQ, MOEQUANT, RTN
+
+
+@pytest.mark.claim
+def test_moe_ptq_quick(tmp_path):
+    result = run_experiment(MOE_PTQ, profile="quick", seeds=[0], out_dir=tmp_path)
+    rows = result.rows
+
+    def gap(method, bits):
+        return mean_metric(rows, "gap", method, part="quantization", bits=bits)
+
+    for bits in (3, 4):
+        # GPTQ's gap to full precision at most 3/4 of round-to-nearest's
+        assert gap(GPTQ, bits) <= 0.75 * gap(RTN, bits), (bits, gap(GPTQ, bits), gap(RTN, bits))
+    # the paper's perplexity claim did not hold: at 3 bits MoEQuant's gap is not below GPTQ's
+    assert gap(MOEQUANT, 3) >= gap(GPTQ, 3), (gap(MOEQUANT, 3), gap(GPTQ, 3))
+    # ... nor its balance claim: EBSS at tau 1.2 is not more balanced than random text
+    ebss = mean_metric(rows, "mean_std", "EBSS", part="calibration")
+    text = mean_metric(rows, "mean_std", "random text", part="calibration")
+    assert ebss >= text, (ebss, text)
+    assert not result.held
