@@ -205,7 +205,15 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
 
         hub_args = {
             k: kwargs.pop(k)
-            for k in ("revision", "cache_dir", "force_download", "local_files_only", "token")
+            for k in (
+                "revision",
+                "cache_dir",
+                "force_download",
+                "local_files_only",
+                "token",
+                "proxies",  # huggingface_hub < 1.0 passes these two as well
+                "resume_download",
+            )
             if k in kwargs
         }
         model = cls(**kwargs)
