@@ -36,7 +36,11 @@ uv pip install --quiet --resolution lowest-direct --find-links "$work/dist" \
     -r "$work/direct.txt" "$core" "$wheel"
 # the dev group may not move a floored package: pin what is installed
 uv pip freeze >"$work/installed.txt"
-uv pip install --quiet --find-links "$work/dist" -r "$work/dev.txt" -c "$work/installed.txt"
+if ! uv pip install --quiet --find-links "$work/dist" -r "$work/dev.txt" -c "$work/installed.txt"; then
+    # a peer may need newer versions than the floors (llmcompressor and transformers 5.0)
+    echo "== the dev group does not fit the floors: pytest alone (tests of peers will fail)"
+    uv pip install --quiet pytest -c "$work/installed.txt"
+fi
 echo "== installed:"
 uv pip freeze | grep -i -E "^($(sed -E 's/[<>=!~;\[ ].*//' "$work/direct.txt" | paste -sd '|'))==" | sed 's/^/   /'
 "$work/venv/bin/python" -m pytest -p no:cacheprovider -q "$dir/tests" "$@"
