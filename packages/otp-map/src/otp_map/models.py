@@ -37,7 +37,7 @@ from icml25_core.hub import atomic_directory
 
 from . import checkpoint
 from .costs import Cost, QuadraticCost, check_cost
-from .networks import ACTIVATIONS, ARCHS, TransportNetworks, build_networks, resolve_arch
+from .networks import ACTIVATIONS, ARCHS, TransportNetworks, resolve_arch
 from .samplers import make_sampler, to_tensor
 from .schedules import ConstantSchedule, GeometricSchedule, NoiseSchedule, schedule_from_dict
 
@@ -108,6 +108,7 @@ class NeuralOT:
         self.progress = bool(progress)
         self.log_every = int(log_every)
         self.step_ = 0
+        self.networks_ = None
         self.map_net_ = None
         self.potential_net_ = None
         self.history_: dict[str, list[float]] = {}
@@ -163,8 +164,8 @@ class NeuralOT:
         dev = self._torch_device()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            T, V = build_networks(self.net_config_)
-        self.map_net_, self.potential_net_ = T.to(dev), V.to(dev)
+            self.networks_ = TransportNetworks(self.net_config_).to(dev)
+        self.map_net_, self.potential_net_ = self.networks_.map, self.networks_.potential
         self._make_optimizers()
         self.generator_ = torch.Generator(device=dev)
         self.generator_.manual_seed(self.seed)
@@ -429,10 +430,8 @@ class NeuralOT:
     def _write_pretrained(self, folder: Path) -> None:
         """``config.json`` + ``model.safetensors`` (:class:`TransportNetworks`) and
         ``history.json`` into the existing, empty ``folder``."""
-        with torch.random.fork_rng(devices=[]):  # building the wrapper draws an init
-            nets = TransportNetworks(self.net_config_, self._config())
-        nets.map, nets.potential = self.map_net_, self.potential_net_
-        nets.save_pretrained(folder, overwrite=True)
+        config = {"network": self.net_config_, "estimator": self._config()}
+        self.networks_.save_pretrained(folder, overwrite=True, config=config)
         (folder / HISTORY).write_text(json.dumps(self.history_))
 
     def save_pretrained(self, path: str | Path, *, overwrite: bool = False) -> Path:
@@ -475,7 +474,8 @@ class NeuralOT:
         model.device = device
         model.net_config_ = nets.network
         model.noise_scale_ = float(config["noise_scale"])
-        model.map_net_, model.potential_net_ = nets.map.eval(), nets.potential.eval()
+        model.networks_ = nets.eval()
+        model.map_net_, model.potential_net_ = nets.map, nets.potential
         model._make_optimizers()
         model.generator_ = torch.Generator(device=dev)
         model.generator_.manual_seed(model.seed + int(config["step"]))
@@ -510,7 +510,14 @@ class NeuralOT:
                 f"the checkpoint in {path} was written with other settings "
                 f"({loaded._params()}, {loaded.schedule}); resume with the same ones"
             )
-        for attr in ("net_config_", "noise_scale_", "map_net_", "potential_net_", "history_"):
+        for attr in (
+            "net_config_",
+            "noise_scale_",
+            "networks_",
+            "map_net_",
+            "potential_net_",
+            "history_",
+        ):
             setattr(self, attr, getattr(loaded, attr))
         self.step_ = loaded.step_
         self._make_optimizers()
