@@ -4,7 +4,8 @@ The peer is the paper's baseline run by the same Flower app (``method = "promptf
 PromptFL averages the whole prompt (``n_global + n_local`` context tokens), FedDDA only
 the global context and the shared adapter (its local context, specific adapter and gate
 never leave the client). Both run 4 clients (one synthetic style each) on the package's
-pretrained CLIP (``--smoke``: a tiny random CLIP, 2 clients, 1 round). Reported:
+pretrained CLIP (``--smoke``: a tiny random CLIP, 2 clients, 1 round, clients in this
+process instead of Ray actors). Reported:
 
 1. Wall time of a whole simulation (Ray start-up included), FedDDA vs PromptFL.
 2. Per round, from the server's strategy: seconds per round (training + evaluation of all
@@ -43,11 +44,12 @@ def run(smoke: bool = False) -> BenchReport:
         if smoke:
             clip, rounds, clients = _tiny_clip(Path(tmp) / "clip"), 1, 2
             extra = {"train_pool": 200, "test_per_client": 20}
+            engine = "inprocess"
         else:
             from feddda.pretrain import cached_clip
 
             clip, rounds, clients = str(cached_clip(show_progress=True)), ROUNDS, CLIENTS
-            extra = {}
+            extra, engine = {}, "ray"
         results = {}
 
         def job(method):
@@ -58,14 +60,14 @@ def run(smoke: bool = False) -> BenchReport:
                     "num_server_rounds": rounds,
                     **extra,
                 }
-                results[method] = simulate(settings, num_supernodes=clients)
+                results[method] = simulate(settings, num_supernodes=clients, engine=engine)
 
             return call
 
         whole = compare(
             {"PromptFL": job("promptfl"), "FedDDA": job("feddda")},
             reference="PromptFL",
-            label=f"{clients} clients x {rounds} rounds, simulation engine",
+            label=f"{clients} clients x {rounds} rounds, simulation engine ({engine})",
             repeats=1,
             warmup=0,
             memory=False,

@@ -89,22 +89,18 @@ def fail_client_1_in_round_2(msg, context, call_next):
     return call_next(msg, context)
 
 
+SMALL = {"num_server_rounds": 2, "n_global": 4, "n_local": 4, "train_pool": 200}
+
+
 def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path):
+    """On Flower's Ray engine (the real actor pool): a client raising in round 2 becomes
+    an error reply, the round aggregates the other client; the in-process engine returns
+    the same traffic and losses (up to rounding) for the same run."""
     from feddda import simulate
 
-    result = simulate(
-        {
-            "clip_path": clip_path,
-            "num_server_rounds": 2,
-            "n_global": 4,
-            "n_local": 4,
-            "train_pool": 200,
-            "test_per_client": 20,
-        },
-        num_supernodes=2,
-        num_cpus=2,
-        client_mods=[fail_client_1_in_round_2],
-    )
+    settings = {"clip_path": clip_path, **SMALL, "test_per_client": 20}
+    kwargs = {"num_supernodes": 2, "client_mods": [fail_client_1_in_round_2]}
+    result = simulate(settings, num_cpus=2, **kwargs)
     assert set(result["evaluate"]) == {"1", "2"}
     # client 1 raised during round-2 training: the round still aggregated client 0 ...
     assert set(result["train"]) == {"1", "2"}
@@ -112,12 +108,34 @@ def test_two_round_simulation_runs_and_tolerates_a_failing_client(clip_path):
     # ... and both clients were evaluated
     assert {"accuracy-client-0", "accuracy-client-1"} <= set(result["evaluate"]["2"])
     # FedDDA sends its shared part only: global context (4 x 32) + shared adapter (16 -> 4 -> 16)
-    settings = Settings(clip_path=clip_path, n_global=4, n_local=4)
-    arrays = ArrayRecord(shared_part(build_model(settings), "feddda"))
+    settings_ = Settings(clip_path=clip_path, n_global=4, n_local=4)
+    arrays = ArrayRecord(shared_part(build_model(settings_), "feddda"))
     assert sum(a.numpy().size for a in arrays.values()) == 4 * 32 + 16 * 4 + 4 * 16
     wire = sum(len(a.data) for a in arrays.values())  # float32 + a small header per array
     assert result["traffic"]["1"]["up"] == 2 * wire
     assert result["traffic"]["1"]["down"] == 2 * 2 * wire  # train + evaluate messages
+
+    # the same run in-process: identical traffic, training losses equal up to float
+    # rounding; accuracies within one test image (the tiny random CLIP's logits are nearly
+    # tied, so a rounding difference between processes can flip one prediction)
+    inproc = simulate(settings, engine="inprocess", **kwargs)
+    one_image = 1 / len(client_data(Settings(clip_path=clip_path, test_per_client=20), 0, 2)[1])
+    for r in ("1", "2"):
+        for key in ("down", "up"):
+            assert inproc["traffic"][r][key] == result["traffic"][r][key]
+        for key, value in result["train"][r].items():
+            assert inproc["train"][r][key] == pytest.approx(value, rel=1e-4), (r, key)
+        for key, value in result["evaluate"][r].items():
+            assert abs(inproc["evaluate"][r][key] - value) <= one_image + 1e-9, (r, key)
+
+
+def test_simulate_refuses_bad_engine_and_supernodes(clip_path):
+    from feddda import simulate
+
+    with pytest.raises(ValueError, match="engine"):
+        simulate({"clip_path": clip_path}, engine="threads")
+    with pytest.raises(ValueError, match="num_supernodes"):
+        simulate({"clip_path": clip_path}, num_supernodes=0)
 
 
 def test_client_keeps_its_personal_part_across_rounds_and_takes_the_servers_shared_part(clip_path):

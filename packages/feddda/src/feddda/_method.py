@@ -15,7 +15,7 @@ METHOD = Method(
     status="available",
     claim=(
         "held on a small CLIP pretrained on synthetic styled images: mean per-client "
-        "accuracy 0.553 vs PromptFL 0.457 and local-only 0.520 in the full profile; the"
+        "accuracy 0.547 vs PromptFL 0.454 and local-only 0.516 in the full profile; the"
         " gain comes from the decoupled prompts, the visual adapters added nothing at "
         "this scale"
     ),

@@ -55,9 +55,18 @@ class JointEmbedding(BaseEstimator):
         Block-coordinate steps per value of ``lam``.
     grid : int
         Grid points per dimension of a named space (see :func:`~ugw_embed.make_space`).
+    init : {"perturbed", "product"}
+        First initial coupling. ``"product"`` (the paper's code) starts both views at the
+        product coupling :math:`\\xi_i \\otimes u`; distances, costs and this start are all
+        invariant under the grid's symmetries, so it is a saddle and each view's orientation
+        is then chosen by floating-point rounding (a view can end mirrored relative to the
+        other, and the outcome changes with the BLAS thread count). ``"perturbed"`` breaks the
+        symmetry in view 1 only: :math:`P_1 \\propto \\xi_1 \\otimes u \\odot (1 + 10^{-3} N)`,
+        rows renormalised to :math:`\\xi_1`, with ``N`` standard normal from ``seed``; view 2
+        keeps the product coupling, so it follows view 1's orientation.
     n_restarts : int
-        Initial couplings tried: the product coupling first (as in the paper's code), then
-        random ones; the run with the lowest objective is kept.
+        Initial couplings tried: ``init`` first, then random ones; the run with the lowest
+        objective is kept.
     seed : int, optional
         Seed of the initial couplings.
     tol : float
@@ -110,6 +119,7 @@ class JointEmbedding(BaseEstimator):
         "eps": [Interval(Real, 0, None, closed="neither")],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "grid": [Interval(Integral, 2, None, closed="left")],
+        "init": [StrOptions({"perturbed", "product"})],
         "n_restarts": [Interval(Integral, 1, None, closed="left")],
         "seed": ["random_state"],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -127,6 +137,7 @@ class JointEmbedding(BaseEstimator):
         eps: float = 1e-3,
         n_iter: int = 40,
         grid: int = 50,
+        init: str = "perturbed",
         n_restarts: int = 1,
         seed: int | None = None,
         tol: float = 1e-6,
@@ -140,6 +151,7 @@ class JointEmbedding(BaseEstimator):
         self.eps = eps
         self.n_iter = n_iter
         self.grid = grid
+        self.init = init
         self.n_restarts = n_restarts
         self.seed = seed
         self.tol = tol
@@ -243,8 +255,11 @@ class JointEmbedding(BaseEstimator):
         best = None
         uniform = np.full(space.size, 1.0 / space.size)
         for restart in range(self.n_restarts):
-            if restart == 0:  # the product coupling, as in the paper's code
-                P1, P2 = to(np.outer(xi1, uniform)), to(np.outer(xi2, uniform))
+            if restart == 0:
+                P1, P2 = np.outer(xi1, uniform), np.outer(xi2, uniform)
+                if self.init == "perturbed":
+                    P1 = _perturbed_product(xi1, space.size, rng)
+                P1, P2 = to(P1), to(P2)
             else:
                 P1 = to(_random_coupling(xi1, space.size, rng))
                 P2 = to(_random_coupling(xi2, space.size, rng))
@@ -325,6 +340,13 @@ class JointEmbedding(BaseEstimator):
             "n_iter": n_iter,
             "converged": converged and inner_ok,
         }
+
+
+def _perturbed_product(xi: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """The product coupling ``xi x uniform`` times ``1 + 1e-3 N(0, 1)`` entrywise, rows
+    renormalised to ``xi``: off the symmetric saddle, still close to the paper's start."""
+    rows = 1.0 + 1e-3 * rng.normal(size=(xi.shape[0], k))
+    return xi[:, None] * rows / rows.sum(1, keepdims=True)
 
 
 def _random_coupling(xi: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
