@@ -34,12 +34,14 @@ core=$(ls "$work"/dist/icml25_core-*.whl)
 wheel=$(ls "$work"/dist/"${pkg//-/_}"-*.whl)
 uv pip install --quiet --resolution lowest-direct --find-links "$work/dist" \
     -r "$work/direct.txt" "$core" "$wheel"
-# the dev group may not move a floored package: pin what is installed
+# the dev group may not move a floored package: pin what is installed. pytest-xdist: the
+# workspace's pytest settings (root pyproject.toml) spread tests over the cores
 uv pip freeze >"$work/installed.txt"
+echo "pytest-xdist>=3.6" >>"$work/dev.txt"
 if ! uv pip install --quiet --find-links "$work/dist" -r "$work/dev.txt" -c "$work/installed.txt"; then
     # a peer may need newer versions than the floors (llmcompressor and transformers 5.0)
     echo "== the dev group does not fit the floors: pytest alone (tests of peers will fail)"
-    uv pip install --quiet pytest -c "$work/installed.txt"
+    uv pip install --quiet pytest "pytest-xdist>=3.6" -c "$work/installed.txt"
 fi
 echo "== installed:"
 uv pip freeze | grep -i -E "^($(sed -E 's/[<>=!~;\[ ].*//' "$work/direct.txt" | paste -sd '|'))==" | sed 's/^/   /'

@@ -192,14 +192,20 @@ class FedDDAModel(nn.Module):
 
     def text_features(self) -> torch.Tensor:
         """Normalised class text features ``(classes, dim)``."""
-        from transformers.masking_utils import create_causal_mask
-
         text = self.clip.text_model
         embeds = self.prompt()
         hidden = text.embeddings(inputs_embeds=embeds)
-        mask = create_causal_mask(
-            config=text.config, inputs_embeds=hidden, attention_mask=None, cache=None
-        )
+        # CLIP's causal mask as a 4-D additive mask (what eager and SDPA attention take in
+        # every transformers 5.x; transformers' own mask helper changed its arguments three
+        # times between 5.0 and 5.24)
+        n, length = hidden.shape[:2]
+        mask = torch.full(
+            (length, length),
+            torch.finfo(hidden.dtype).min,
+            dtype=hidden.dtype,
+            device=hidden.device,
+        ).triu(1)
+        mask = mask[None, None].expand(n, 1, length, length)
         out = text.encoder(inputs_embeds=hidden, attention_mask=mask, is_causal=True)
         last = text.final_layer_norm(out.last_hidden_state)
         pooled = last[torch.arange(len(last), device=last.device), self.prompt.eot]
