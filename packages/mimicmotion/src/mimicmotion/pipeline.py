@@ -14,7 +14,6 @@ from diffusers.pipelines.stable_video_diffusion.pipeline_stable_video_diffusion 
 from diffusers.utils.torch_utils import randn_tensor
 
 from .fusion import check_tiling, fuse
-from .posenet import PoseNet
 
 
 def check_pose_frames(pose_frames) -> torch.Tensor:
@@ -56,7 +55,9 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
 
     model_cpu_offload_seq = "image_encoder->pose_net->unet->vae"
 
-    def __init__(self, vae, image_encoder, unet, scheduler, feature_extractor, pose_net: PoseNet):
+    # no annotations: with postponed evaluation they are strings, which diffusers 0.35 cannot
+    # resolve when it type-checks the components in from_pretrained (KeyError 'pose_net')
+    def __init__(self, vae, image_encoder, unet, scheduler, feature_extractor, pose_net):
         super().__init__(vae, image_encoder, unet, scheduler, feature_extractor)
         self.register_modules(pose_net=pose_net)
 
