@@ -88,6 +88,28 @@ def test_root_pulls_every_member():
         assert sources.get(name) == {"workspace": True}
 
 
+def test_peers_come_from_the_packages_dev_groups():
+    """A package's dev group is the source of its peers and test-only libraries; the root
+    repeats them verbatim because uv installs members' dev groups only with
+    `--all-packages` (astral-sh/uv#8722), and the README's plain `uv run pytest` must have
+    them. Nothing else may sit in the root list, and nothing may drift."""
+    members = {"icml25-core", *(p.name for p in PACKAGES)}
+    checks = {"pytest", "pytest-xdist", "ruff", "check-wheel-contents", "scipy"}
+    root = set()
+    for req in ROOT_TOML["dependency-groups"]["dev"]:
+        name = re.split(r"[<>=!~;\[ ]", req)[0]
+        if name not in members | checks:
+            root.add(req)
+    owned = set()
+    for pkg in PACKAGES:
+        groups = tomllib.loads((pkg / "pyproject.toml").read_text()).get("dependency-groups", {})
+        owned |= {d for d in groups.get("dev", []) if not d.startswith("pytest")}
+    assert root == owned, (
+        f"root dev group lists {sorted(root - owned)} that no package's dev group has, and "
+        f"misses {sorted(owned - root)}: copy each package's dev-group line verbatim"
+    )
+
+
 @pytest.mark.parametrize("pkg", PACKAGES, ids=lambda p: p.name)
 def test_no_package_imports_another_method_package(pkg):
     others = {import_name(p) for p in PACKAGES if p != pkg}

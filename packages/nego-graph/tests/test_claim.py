@@ -1,12 +1,12 @@
-"""The quick claim test: what the quick profile measured under the severe shift, seed 0.
+"""The quick claim test: the quick profile's severe-shift setting, seeds 0, 1, 2.
 
-With 3 seeds the quick profile put NeGo first under the severe shift (0.686 vs GSAT 0.625,
-sd 0.07-0.11 over seeds, see the README); on seed 0 alone NeGo measured 0.529 against the
-best baseline's 0.538: one seed cannot separate them. Asserted: NeGo is within 0.05 of
-the best baseline and clearly above chance (1/3) under the severe shift; the paper's
-"beats every baseline" is not asserted because it did not hold at this scale. With the
-declared floors (torch 2.5, PyG 2.6) seed 0 measures 0.458 against 0.538 and this test
-fails: the single-seed number moves with the torch version (open in issue 17).
+The quick profile measured OOD accuracy under the severe shift (3 seeds) NeGo 0.634, GSAT
+0.656, VREx 0.560, ERM 0.536, IRM 0.439 (see the README): the paper's "NeGo beats every
+baseline" did not hold at this scale, and the seed spread (sd 0.09-0.12) is larger than
+the NeGo-GSAT gap. Asserted on the 3-seed means: NeGo within 0.05 of the best baseline and
+at least 0.05 above ERM, IRM and VREx, and clearly above chance (1/3). Three seeds, not
+one: seed 0 alone moved from 0.529 to 0.458 between torch versions (ci/floors.sh), while
+the mean over seeds is the figure the README reports. About 80 s on 2 cores.
 """
 
 import pytest
@@ -20,7 +20,7 @@ def test_severe_shift_quick(tmp_path):
     result = run_experiment(
         SEVERE_SHIFT,
         profile="quick",
-        seeds=[0],
+        seeds=[0, 1, 2],
         out_dir=tmp_path,
         overrides={"settings": ((0.9, "severe"),)},
     )
@@ -30,5 +30,6 @@ def test_severe_shift_quick(tmp_path):
     }
     best = max(acc[b] for b in BASELINES)
     assert acc[METHOD] >= best - 0.05, acc
+    assert all(acc[METHOD] >= acc[b] + 0.05 for b in ("ERM", "IRM", "VREx")), acc
     assert acc[METHOD] >= 1 / 3 + 0.1, acc
     assert "bias 0.9 severe" in result.verdict.summary
