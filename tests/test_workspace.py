@@ -80,6 +80,24 @@ def test_every_package_is_installed_and_registered():
         assert found[pkg.name].experiments, f"{pkg.name} registers no experiment"
 
 
+def test_discovery_and_icml25_list_import_no_heavy_dependency():
+    """`icml25 list` / `info` read only each package's `_method.py` (no torch, PyG,
+    diffusers, transformers...), whatever the number of packages."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from icml25_core import discover_methods;"
+        "from icml25_core.testing import HEAVY_MODULES; from icml25_core.cli import app;"
+        "from typer.testing import CliRunner; m = discover_methods();"
+        "r = CliRunner().invoke(app, ['list']); assert r.exit_code == 0, r.output;"
+        "print(len(m), sorted(x for x in HEAVY_MODULES if x in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(len(PACKAGES)), "[]"], out.stdout
+
+
 def test_root_pulls_every_member():
     dev = " ".join(ROOT_TOML["dependency-groups"]["dev"])
     sources = ROOT_TOML["tool"]["uv"]["sources"]

@@ -16,6 +16,8 @@ def test_select_device():
     assert select_device("auto") == select_device(None) == select_device()
     with pytest.raises(ValueError, match="preference must be 'auto' or one of"):
         select_device("tpu")
+    with pytest.raises(TypeError, match="preference must be a device name.*'cuda:7'"):
+        select_device(7)
 
 
 def test_select_device_reads_the_environment(monkeypatch):

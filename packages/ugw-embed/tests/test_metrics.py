@@ -7,8 +7,21 @@ from ugw_embed import distortion, embedded_wasserstein, foscttm
 def test_foscttm_known_values():
     E = np.arange(10.0)[:, None]
     assert foscttm(E, E) == 0.0
-    # worked by hand: sample 0 is matched, samples 1 and 2 each have one closer impostor
-    assert foscttm([[0.0], [1.0], [2.0]], [[0.0], [2.0], [1.0]]) == pytest.approx(1 / 3)
+    # worked by hand, ties counting as failures: from E1, sample 1 (at 1, true match at 2)
+    # has an impostor at 1 (closer) and one at 0 (a tie): 2/2; sample 2 one closer: 1/2;
+    # from E2 the same by symmetry: (0 + 1 + 1/2) / 3 both ways
+    assert foscttm([[0.0], [1.0], [2.0]], [[0.0], [2.0], [1.0]]) == pytest.approx(1 / 2)
+    # no ties: from E1, samples 1 and 2 have one closer impostor each (0 + 1/2 + 1/2) / 3;
+    # from E2, sample 2 (at 1.2, true match at 3) has both others closer (0 + 0 + 1) / 3
+    assert foscttm([[0.0], [1.0], [3.0]], [[0.0], [1.9], [1.2]]) == pytest.approx(1 / 3)
+
+
+def test_foscttm_counts_ties_so_a_collapse_is_not_perfect():
+    E = np.zeros((5, 2))
+    assert foscttm(E, E) == 1.0  # everything ties with the true match
+    # only view 2 collapsed: from E1 every candidate ties (1); from E2, sample j's true
+    # match is at distance j and j others are as close: j / 4, mean 1/2
+    assert foscttm(np.arange(5.0)[:, None], np.zeros((5, 1))) == pytest.approx(0.75)
 
 
 def test_foscttm_of_a_random_matching_is_one_half():

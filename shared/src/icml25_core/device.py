@@ -22,6 +22,11 @@ def select_device(preference: str | None = "auto") -> str:
     str
         ``"cuda"``, ``"mps"`` or ``"cpu"``. Without torch installed, always ``"cpu"``.
     """
+    if preference is not None and not isinstance(preference, str):
+        raise TypeError(
+            f"preference must be a device name such as 'auto', 'cpu' or 'cuda:0', got "
+            f"{preference!r} ({type(preference).__name__}); for GPU 7 pass 'cuda:7'"
+        )
     if preference == "auto":
         preference = None
     preference = preference or os.environ.get("ICML25_DEVICE") or None

@@ -17,8 +17,9 @@ def foscttm(E1: Any, E2: Any, metric: str = "euclidean") -> float:
     """Fraction Of Samples Closer Than the True Match, averaged over both directions.
 
     Row ``i`` of ``E1`` and row ``i`` of ``E2`` embed the same sample. For each sample,
-    the fraction of the other set that lies closer than its true match; 0 is a perfect
-    alignment, about 0.5 a random one.
+    the fraction of the other set that lies closer than its true match, or exactly as
+    close (a tie counts as a failure, so embeddings collapsed onto one point score 1, not
+    0); 0 is a perfect alignment, about 0.5 a random one.
 
     Parameters
     ----------
@@ -34,8 +35,9 @@ def foscttm(E1: Any, E2: Any, metric: str = "euclidean") -> float:
     d = cdist(E1, E2, metric=metric)
     true = np.diag(d)
     n = d.shape[0]
-    rows = (d < true[:, None]).sum(1) / (n - 1)
-    cols = (d < true[None, :]).sum(0) / (n - 1)
+    # <= counts ties; minus 1 removes the true match itself
+    rows = ((d <= true[:, None]).sum(1) - 1) / (n - 1)
+    cols = ((d <= true[None, :]).sum(0) - 1) / (n - 1)
     return float(0.5 * (rows.mean() + cols.mean()))
 
 
