@@ -16,7 +16,7 @@ def test_select_device():
     assert select_device("auto") == select_device(None) == select_device()
     with pytest.raises(ValueError, match="preference must be 'auto' or one of"):
         select_device("tpu")
-    with pytest.raises(TypeError, match="preference must be a device name.*'cuda:7'"):
+    with pytest.raises(TypeError, match=r"preference must be a device name.*'cuda:7'"):
         select_device(7)
 
 
