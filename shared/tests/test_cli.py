@@ -117,3 +117,38 @@ def test_bench_runs_a_benchmark_file(fake, monkeypatch, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "fake-method" / "bench_toy-smoke.json").exists()
+
+
+def test_out_folder_is_never_overwritten_silently(fake, tmp_path):
+    out = tmp_path / "run"
+    args = ["reproduce", "fake-method", "--experiment", "holds", "--out", str(out)]
+    assert runner.invoke(cli.app, args).exit_code == 0
+    (out / "stale.txt").write_text("from an earlier run")
+    again = runner.invoke(cli.app, args)
+    assert again.exit_code == 2 and "is not empty: pass --overwrite" in again.output
+    assert (out / "stale.txt").exists()
+    # an earlier run of ours is replaced whole: no stale part stays
+    assert runner.invoke(cli.app, [*args, "--overwrite"]).exit_code == 0
+    assert not (out / "stale.txt").exists() and (out / "report.md").exists()
+    # a folder icml25 did not write: refused, and with --overwrite written into, not wiped
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("keep me")
+    args = ["reproduce", "fake-method", "--experiment", "holds", "--out", str(foreign)]
+    assert runner.invoke(cli.app, args).exit_code == 2
+    assert runner.invoke(cli.app, [*args, "--overwrite"]).exit_code == 0
+    assert (foreign / "thesis.tex").read_text() == "keep me"
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    args = ["reproduce", "fake-method", "--out", str(afile)]
+    result = runner.invoke(cli.app, args)
+    assert result.exit_code == 2 and "is a file" in result.output
+
+
+def test_default_run_folders_are_unique(fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["reproduce", "fake-method", "--experiment", "holds"]
+    for _ in range(3):
+        assert runner.invoke(cli.app, args).exit_code == 0
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 3 and all((r / "report.md").exists() for r in runs)

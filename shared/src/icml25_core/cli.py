@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import shutil
 import sys
 import traceback
 from datetime import datetime
@@ -62,6 +64,43 @@ def info(name: str) -> None:
     )
 
 
+RUN_MARKER = ".icml25-run"
+
+
+def _prepare_out(out: Path | None, overwrite: bool) -> Path:
+    """The folder a command writes into. Default: a new ``runs/<date-time-microseconds>``
+    (a suffix if it exists). ``--out DIR``: used if absent or empty; a non-empty DIR is
+    refused unless ``--overwrite``, which clears an earlier icml25 run folder (it holds
+    the marker file) so that no stale part stays, and writes into any other folder without
+    deleting anything there."""
+    if out is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        Path("runs").mkdir(exist_ok=True)
+        for i in itertools.count():
+            out = Path("runs") / (stamp if i == 0 else f"{stamp}-{i}")
+            try:
+                out.mkdir()
+                break
+            except FileExistsError:
+                continue
+    else:
+        if out.exists() and not out.is_dir():
+            console.print(f"[red]--out {out} is a file, not a folder[/red]")
+            raise typer.Exit(2)
+        if out.is_dir() and any(out.iterdir()):
+            if not overwrite:
+                console.print(
+                    f"[red]--out {out} is not empty: pass --overwrite to replace an earlier "
+                    "run there, or choose another folder[/red]"
+                )
+                raise typer.Exit(2)
+            if (out / RUN_MARKER).is_file():
+                shutil.rmtree(out)  # an earlier run of ours: its stale parts go too
+        out.mkdir(parents=True, exist_ok=True)
+    (out / RUN_MARKER).write_text("written by icml25; --overwrite may replace this folder\n")
+    return out
+
+
 @app.command()
 def reproduce(
     names: Annotated[
@@ -76,8 +115,11 @@ def reproduce(
     ] = None,
     experiment: Annotated[str | None, typer.Option(help="Only this experiment.")] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default runs/<timestamp>).")
+        Path | None, typer.Option(help="Output folder (default: a new runs/<timestamp>).")
     ] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="Write into a non-empty --out (an earlier run there is replaced).")
+    ] = False,
 ) -> None:
     """Run methods' claim experiments, print the claim tables, write the report.
 
@@ -97,7 +139,7 @@ def reproduce(
             f"[red]--experiment {experiment!r} is not an experiment of the chosen methods[/red]"
         )
         raise typer.Exit(2)
-    out_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = _prepare_out(out, overwrite)
     results: list[Result] = []
     crashed: list[str] = []
     for m in methods:
@@ -153,8 +195,11 @@ def bench(
         bool, typer.Option(help="Tiny sizes, one repeat: checks the benchmark runs.")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option(help="Folder for bench JSON (default runs/<timestamp>).")
+        Path | None, typer.Option(help="Folder for bench JSON (default: a new runs/<timestamp>).")
     ] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="Write into a non-empty --out (an earlier run there is replaced).")
+    ] = False,
 ) -> None:
     """Benchmark a method against the library a user would otherwise pick."""
     m = _method_or_exit(name)
@@ -165,11 +210,11 @@ def bench(
             "not with the wheel; run this from a checkout of the icml25 repository[/red]"
         )
         raise typer.Exit(2)
-    out_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     files = sorted(bench_dir.glob("bench_*.py"))
     if not files:
         console.print(f"[red]no bench_*.py in {bench_dir}[/red]")
         raise typer.Exit(2)
+    out_dir = _prepare_out(out, overwrite)
     for path in files:
         report: BenchReport = _load_bench_module(path).run(smoke=smoke)
         report.render(console)
