@@ -70,3 +70,26 @@ def test_atomic_directory_leaves_nothing_on_failure(tmp_path):
     with pytest.raises(RuntimeError):
         interrupted_save()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_non_finite_weights_are_refused_naming_file_and_tensor(tmp_path):
+    net = Net()
+    with torch.no_grad():
+        net.lin.bias[1] = float("inf")
+    net.save_pretrained(tmp_path / "m")  # saving what a user has is allowed
+    with pytest.raises(
+        ValueError, match=r"model\.safetensors holds NaN or infinite weights in lin\.bias$"
+    ):
+        Net.from_pretrained(tmp_path / "m")
+
+
+def test_the_kit_checks_persistence(tmp_path):
+    from icml25_core.testing import PackageConformance
+
+    class Check(PackageConformance):
+        distribution = "unused"
+
+        def pretrained_models(self):
+            return [Net(Sizes(width=4))]
+
+    Check().test_pretrained_models_save_and_load_safely(tmp_path)

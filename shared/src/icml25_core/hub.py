@@ -12,6 +12,7 @@ and changes what a careful user expects to be different:
 - a local folder must hold ``config.json`` and ``model.safetensors``; a missing or corrupt
   file is an error that names it (the hub mixin only logs a warning);
 - weights load strictly (every tensor present, none unexpected) and never from a pickle;
+  a file with NaN or infinite weights is refused, naming the file and the tensors;
 - no model card is written unless asked for (``model_card=True``).
 
 Needs the ``torch`` extra of icml25-core (torch, huggingface_hub, safetensors).
@@ -222,6 +223,15 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
         else:
             model_file = hf_hub_download(repo_id=model_id, filename=WEIGHTS_NAME, **hub_args)
         try:
-            return cls._load_as_safetensor(model, model_file, map_location, strict).to(map_location)
+            model = cls._load_as_safetensor(model, model_file, map_location, strict)
         except SafetensorError as err:
             raise ValueError(f"{model_file} is not a readable safetensors file: {err}") from None
+        bad = [
+            name
+            for name, tensor in model.state_dict().items()
+            if tensor.is_floating_point() and not bool(tensor.isfinite().all())
+        ]
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            raise ValueError(f"{model_file} holds NaN or infinite weights in {shown}")
+        return model.to(map_location)

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -191,10 +192,17 @@ class PackageConformance:
         The distribution name, e.g. ``"otp-map"``.
     quick_start_timeout : float
         Seconds the README quick start may take.
+
+    Override :meth:`pretrained_models` to have the kit check the package's persistence.
     """
 
     distribution: str = ""
     quick_start_timeout: float = 600
+
+    def pretrained_models(self) -> list:
+        """Tiny instances of every model class the package saves with
+        :class:`~icml25_core.hub.PretrainedModelMixin` (default: none)."""
+        return []
 
     # -- helpers ---------------------------------------------------------------------
     def method(self) -> Method:
@@ -279,6 +287,38 @@ class PackageConformance:
         paths = write_reports(results, tmp_path)
         assert paths["json"].is_file() and paths["markdown"].is_file()
 
+    def test_pretrained_models_save_and_load_safely(self, tmp_path: Path) -> None:
+        """Each of :meth:`pretrained_models`: the saved folder loads back the same tensors;
+        a second save into it is refused without ``overwrite=True``; a truncated weights
+        file, an empty or non-object config, and NaN weights are errors naming the file."""
+        import pytest
+
+        models = self.pretrained_models()
+        if not models:
+            pytest.skip(f"{self.distribution} saves no PretrainedModelMixin model")
+        import torch
+        from safetensors.torch import save_file
+
+        for i, model in enumerate(models):
+            cls = type(model)
+            folder = tmp_path / f"{i}-{cls.__name__}"
+            model.save_pretrained(folder)
+            loaded = cls.from_pretrained(folder)
+            want, got = model.state_dict(), loaded.state_dict()
+            assert want.keys() == got.keys(), f"{cls.__name__}: tensors differ after loading"
+            for key in want:
+                torch.testing.assert_close(got[key], want[key], rtol=0, atol=0)
+            with pytest.raises(FileExistsError, match="overwrite=True"):
+                model.save_pretrained(folder)
+            model.save_pretrained(folder, overwrite=True)
+
+            for name, blamed in _CORRUPTIONS.items():
+                copy = tmp_path / f"{i}-{name}"
+                shutil.copytree(folder, copy)
+                _corrupt(copy, name, want, save_file)
+                with pytest.raises(ValueError, match=re.escape(str(copy / blamed))):
+                    cls.from_pretrained(copy)
+
     def test_benchmarks_run_at_smoke_size(self, tmp_path: Path) -> None:
         """Every ``benchmarks/bench_*.py`` returns a report from ``run(smoke=True)``."""
         from .cli import _load_bench_module
@@ -295,6 +335,32 @@ class PackageConformance:
             assert isinstance(report, BenchReport), f"{path.name} did not return a BenchReport"
             assert report.comparisons, f"{path.name} compared nothing"
             report.write_json(tmp_path / f"{path.stem}.json")
+
+
+# corruption -> the file its error must name (hub's CONFIG_NAME / WEIGHTS_NAME)
+_CORRUPTIONS = {
+    "truncated": "model.safetensors",
+    "empty-config": "config.json",
+    "list-config": "config.json",
+    "nan": "model.safetensors",
+}
+
+
+def _corrupt(folder: Path, how: str, state: dict, save_file) -> None:
+    """Damage a saved model folder the way ``how`` names (see ``_CORRUPTIONS``)."""
+    weights, config = folder / "model.safetensors", folder / "config.json"
+    if how == "truncated":
+        data = weights.read_bytes()
+        weights.write_bytes(data[: len(data) // 2])
+    elif how == "empty-config":
+        config.write_text("")
+    elif how == "list-config":
+        config.write_text("[]")
+    else:
+        state = {k: v.clone().contiguous() for k, v in state.items()}
+        key = next(k for k, v in state.items() if v.is_floating_point() and v.numel())
+        state[key].view(-1)[0] = float("nan")
+        save_file(state, str(weights))
 
 
 def _main(argv: list[str]) -> int:
