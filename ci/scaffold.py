@@ -130,9 +130,10 @@ def _judge(rows):
 
 CLAIM = Experiment("claim", "not written yet", _run, _judge, PROFILES)
 ''',
-    "tests/test_conformance.py": '''"""The package contract (icml25-core's conformance kit). A package that saves models
-through icml25_core.hub.PretrainedModelMixin overrides `pretrained_models()` with tiny
-instances of each class, and the kit checks their persistence."""
+    "tests/test_conformance.py": '''"""The package contract (icml25-core's conformance kit).
+A package saving models through icml25_core.hub.PretrainedModelMixin overrides
+`pretrained_models()` with tiny instances of each class; the kit checks their persistence.
+"""
 
 from icml25_core.testing import PackageConformance
 
