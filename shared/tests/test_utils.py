@@ -192,3 +192,21 @@ def test_cache_dir_honours_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("ICML25_CACHE", str(tmp_path))
     path = cache_dir("method", "model")
     assert path == tmp_path / "method" / "model" and path.is_dir()
+
+
+def test_as_float_array_refuses_complex_and_accepts_array_likes():
+    from icml25_core import as_float_array
+
+    pd = pytest.importorskip("pandas")
+
+    with pytest.raises(TypeError, match="X must be real, got complex"):
+        as_float_array(np.array([1 + 2j, 3 + 0j]), "X")
+    with pytest.raises(TypeError, match="X must be numeric"):
+        as_float_array(["a", "b"], "X")
+    with pytest.raises(ValueError, match="X must be finite"):
+        as_float_array([1.0, np.nan], "X")
+    frame = pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]})
+    out = as_float_array(frame, "X", ndim=2)
+    assert out.dtype == np.float64 and out.tolist() == [[1.0, 0.5], [2.0, 1.5]]
+    with pytest.raises(TypeError, match="X must be real"):
+        check_array(np.ones(3, dtype=complex), "X")

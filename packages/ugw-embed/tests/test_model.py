@@ -193,3 +193,11 @@ def test_perturbed_start_leaves_the_symmetric_saddle():
     P = _perturbed_product(xi, 7, np.random.default_rng(0))
     np.testing.assert_allclose(P.sum(1), xi, rtol=1e-12)
     assert 0 < np.abs(P / np.outer(xi, np.full(7, 1 / 7)) - 1).max() < 1e-2
+
+
+def test_complex_input_is_refused_not_truncated():
+    X = np.random.default_rng(0).random((10, 2))
+    with pytest.raises(TypeError, match="X2 must be real, got complex"):
+        JointEmbedding(grid=4, seed=0).fit(X, X + 1j)
+    with pytest.raises(TypeError, match="E1 must be real"):
+        foscttm(X + 1j, X)

@@ -23,7 +23,7 @@ from .report import (
     save_figure,
     write_reports,
 )
-from .validation import check_array, check_choice, check_scalar
+from .validation import as_float_array, check_array, check_choice, check_scalar
 
 __version__ = _version("icml25-core")
 
@@ -39,6 +39,7 @@ __all__ = [
     "Timing",
     "Verdict",
     "__version__",
+    "as_float_array",
     "build_once",
     "cache_dir",
     "check_array",

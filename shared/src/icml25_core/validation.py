@@ -59,6 +59,8 @@ def check_array(
         x = np.asarray(x)
     if not _is_torch(x) and not np.issubdtype(np.asarray(x).dtype, np.number):
         raise TypeError(f"{name} must be numeric, got dtype {x.dtype}")
+    if not _is_torch(x) and np.iscomplexobj(x):
+        raise TypeError(f"{name} must be real, got complex dtype {x.dtype}")
     if _is_torch(x) and (x.dtype.is_complex or str(x.dtype) == "torch.bool"):
         raise TypeError(f"{name} must be a real numeric tensor, got dtype {x.dtype}")
     if ndim is not None and len(x.shape) != ndim:
@@ -85,6 +87,19 @@ def check_array(
     if nonnegative and not _all(x >= 0):
         raise ValueError(f"{name} must be non-negative, got minimum {float(x.min())!r}")
     return x
+
+
+def as_float_array(x: Any, name: str, **checks: Any) -> np.ndarray:
+    """``x`` (any array-like: list, NumPy array, pandas DataFrame or Series) as a float64
+    NumPy array, checked with :func:`check_array` (keyword ``checks``).
+
+    The input's own dtype is checked before the conversion, so complex values (whose
+    imaginary part a cast to float would drop with only a warning) and non-numeric columns
+    are refused, naming ``name``.
+    """
+    raw = np.asarray(x)
+    check_array(raw, name, **{**checks, "finite": False, "nonnegative": False, "positive": False})
+    return check_array(raw.astype(np.float64, copy=False), name, **checks)
 
 
 def check_scalar(

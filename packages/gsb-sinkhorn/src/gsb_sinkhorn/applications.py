@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25_core import check_array, check_scalar
+from icml25_core import as_float_array, check_scalar
 
 from .solver import sinkhorn
 
@@ -27,12 +27,8 @@ __all__ = [
 
 
 def _margins(row: Any, col: Any, row_name: str, col_name: str) -> tuple[np.ndarray, np.ndarray]:
-    r = np.asarray(
-        check_array(np.asarray(row, dtype=float), row_name, ndim=1, nonnegative=True), dtype=float
-    )
-    c = np.asarray(
-        check_array(np.asarray(col, dtype=float), col_name, ndim=1, nonnegative=True), dtype=float
-    )
+    r = as_float_array(row, row_name, ndim=1, nonnegative=True)
+    c = as_float_array(col, col_name, ndim=1, nonnegative=True)
     sr, sc = r.sum(), c.sum()
     if not np.isclose(sr, sc, rtol=1e-9, atol=0.0):
         raise ValueError(f"{row_name} and {col_name} must have equal sums, got {sr!r} and {sc!r}")

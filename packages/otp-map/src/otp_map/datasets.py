@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.datasets import load_digits, make_moons
 
-from icml25_core import check_array, check_scalar
+from icml25_core import as_float_array, check_array, check_scalar
 
 
 def _rng(seed) -> np.random.Generator:
@@ -22,8 +22,8 @@ def _n(n: int) -> int:
 
 def gaussian(n: int, mean, cov, seed=None) -> np.ndarray:
     """``n`` samples of N(mean, cov)."""
-    mean = check_array(np.asarray(mean, float), "mean", ndim=1)
-    cov = check_array(np.asarray(cov, float), "cov", shape=(mean.size, mean.size))
+    mean = as_float_array(mean, "mean", ndim=1)
+    cov = as_float_array(cov, "cov", shape=(mean.size, mean.size))
     return _rng(seed).multivariate_normal(mean, cov, size=_n(n)).astype(np.float32)
 
 
@@ -52,7 +52,7 @@ def segment(n: int, start=(-1.0, 0.0), end=(1.0, 0.0), seed=None) -> np.ndarray:
 
 def point_masses(n: int, points, weights=None, seed=None) -> np.ndarray:
     """Samples of the discrete measure ``sum_k weights[k] delta_{points[k]}``."""
-    points = check_array(np.asarray(points, float), "points", ndim=2)
+    points = as_float_array(points, "points", ndim=2)
     k = points.shape[0]
     w = np.full(k, 1.0 / k) if weights is None else np.asarray(weights, float)
     check_array(w, "weights", shape=(k,), nonnegative=True)
@@ -64,7 +64,7 @@ def point_masses(n: int, points, weights=None, seed=None) -> np.ndarray:
 
 def dirac(n: int, point=(0.0, 0.0)) -> np.ndarray:
     """``n`` copies of one point: the Dirac source of the one-to-many task."""
-    point = check_array(np.asarray(point, float), "point", ndim=1)
+    point = as_float_array(point, "point", ndim=1)
     return np.repeat(point[None].astype(np.float32), _n(n), axis=0)
 
 

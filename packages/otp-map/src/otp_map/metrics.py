@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import ot
 
-from icml25_core import check_array
+from icml25_core import as_float_array
 
 
 def _flat(x, name: str) -> np.ndarray:
-    x = check_array(np.asarray(x, dtype=np.float64), name)
+    x = as_float_array(x, name)
     if x.ndim < 2:
         raise ValueError(f"{name} must be shaped (n, *sample_shape), got {x.shape}")
     return x.reshape(x.shape[0], -1)

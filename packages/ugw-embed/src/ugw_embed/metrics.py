@@ -8,7 +8,7 @@ import numpy as np
 import ot
 from scipy.spatial.distance import cdist
 
-from icml25_core import check_array
+from icml25_core import as_float_array, check_array
 
 __all__ = ["distortion", "embedded_wasserstein", "foscttm"]
 
@@ -28,8 +28,8 @@ def foscttm(E1: Any, E2: Any, metric: str = "euclidean") -> float:
     metric : str
         Any :func:`scipy.spatial.distance.cdist` metric.
     """
-    E1 = np.asarray(check_array(np.asarray(E1, dtype=float), "E1", ndim=2))
-    E2 = np.asarray(check_array(np.asarray(E2, dtype=float), "E2", shape=E1.shape))
+    E1 = as_float_array(E1, "E1", ndim=2)
+    E2 = as_float_array(E2, "E2", shape=E1.shape)
     if E1.shape[0] < 2:
         raise ValueError("E1 and E2 must hold at least 2 matched samples")
     d = cdist(E1, E2, metric=metric)
@@ -54,8 +54,8 @@ def embedded_wasserstein(
     metric : str
         Ground metric, squared inside the transport cost.
     """
-    E1 = np.asarray(check_array(np.asarray(E1, dtype=float), "E1", ndim=2))
-    E2 = np.asarray(check_array(np.asarray(E2, dtype=float), "E2", shape=(None, E1.shape[1])))
+    E1 = as_float_array(E1, "E1", ndim=2)
+    E2 = as_float_array(E2, "E2", shape=(None, E1.shape[1]))
     w1 = np.full(E1.shape[0], 1 / E1.shape[0]) if w1 is None else np.asarray(w1, float) / np.sum(w1)
     w2 = np.full(E2.shape[0], 1 / E2.shape[0]) if w2 is None else np.asarray(w2, float) / np.sum(w2)
     check_array(w1, "w1", shape=(E1.shape[0],), nonnegative=True)
@@ -70,8 +70,8 @@ def distortion(D: Any, E: Any) -> float:
     given distances (n, n) and ``d_E`` the Euclidean distances of the embedding ``E`` (n, q).
     0 means isometric up to scale.
     """
-    D = np.asarray(check_array(np.asarray(D, dtype=float), "D", ndim=2, nonnegative=True))
-    E = np.asarray(check_array(np.asarray(E, dtype=float), "E", shape=(D.shape[0], None)))
+    D = as_float_array(D, "D", ndim=2, nonnegative=True)
+    E = as_float_array(E, "E", shape=(D.shape[0], None))
     dE = cdist(E, E)
     iu = np.triu_indices(D.shape[0], 1)
     d, e = D[iu], dE[iu]

@@ -30,7 +30,7 @@ from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from icml25_core import check_array, check_scalar, select_device
+from icml25_core import as_float_array, check_scalar, select_device
 
 from .chain import chain_sinkhorn
 from .gromov import gw_cost
@@ -177,7 +177,7 @@ class JointEmbedding(BaseEstimator):
         if (X is None) == (D is None):
             raise ValueError(f"give exactly one of X{name} (points) and D{name} (distances)")
         if X is not None:
-            X = np.asarray(check_array(np.asarray(X, dtype=float), f"X{name}", ndim=2))
+            X = as_float_array(X, f"X{name}", ndim=2)
             if X.shape[0] < 2:
                 raise ValueError(f"X{name} must have at least 2 points, got {X.shape[0]}")
             D = cdist(X, X)
@@ -194,7 +194,7 @@ class JointEmbedding(BaseEstimator):
     def _weights(w: Any, n: int, name: str) -> np.ndarray:
         if w is None:
             return np.full(n, 1.0 / n)
-        w = np.asarray(check_array(np.asarray(w, dtype=float), name, positive=True, ndim=1))
+        w = as_float_array(w, name, positive=True, ndim=1)
         if w.shape[0] != n:
             raise ValueError(f"{name} must have one weight per point ({n}), got {w.shape[0]}")
         return w / w.sum()
