@@ -84,3 +84,29 @@ def test_bad_arguments():
         rtn(w, 4, 48)
     with pytest.raises(ValueError, match="H must be"):
         gptq(w, torch.eye(32), 4, 16)
+
+
+def test_non_finite_weights_damping_and_out_of_range_codes_are_refused():
+    w, x = _data()
+    h = Hessian(64)
+    h.add(x)
+    bad = w.clone()
+    bad[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="w must be finite"):
+        rtn(bad, 4, 16)
+    with pytest.raises(ValueError, match="w must be finite"):
+        gptq(bad, h.H, 4, 16)
+    with pytest.raises(ValueError, match=r"damp must be finite"):
+        gptq(w, h.H, 4, 16, damp=float("nan"))
+    with pytest.raises(ValueError, match=r"damp must be > 0\.0"):
+        gptq(w, h.H, 4, 16, damp=0.0)
+    with pytest.raises(
+        ValueError, match=r"codes must lie in \[0, 16\) for bits=4, got range \[0, 16\]"
+    ):
+        pack(torch.tensor([0, 3, 16]), 4)
+    with pytest.raises(ValueError, match="codes must lie in"):
+        pack(torch.tensor([-1, 3]), 4)
+    with pytest.raises(TypeError, match="codes must be an integer tensor"):
+        pack(torch.tensor([0.5]), 4)
+    codes = torch.tensor([0, 7, 15, 9])
+    assert unpack(pack(codes, 4), 4, (4,)).tolist() == codes.tolist()

@@ -193,3 +193,22 @@ def test_bad_input(small):
         SpuriousMotif(bias=0.1)
     with pytest.raises(ValueError, match="shift"):
         SpuriousMotif(shift="mild")
+
+
+@pytest.mark.parametrize("model", [GNNClassifier, GSAT, NeGo], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"in_dim": 0}, ValueError, "in_dim must be >= 1"),
+        ({"n_classes": 1}, ValueError, "n_classes must be >= 2"),
+        ({"hidden": 0}, ValueError, "hidden must be >= 1"),
+        ({"layers": 0}, ValueError, "layers must be >= 1"),
+        ({"dropout": 1.5}, ValueError, "dropout must be < 1.0"),
+        ({"dropout": float("nan")}, ValueError, "dropout must be finite"),
+        ({"hidden": 8.5}, TypeError, "hidden must be an integer"),
+        ({"pool": "median"}, ValueError, "pool"),
+    ],
+)
+def test_meaningless_sizes_are_refused_naming_the_argument(model, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        model(**{"in_dim": 3, "n_classes": 2, **kwargs})

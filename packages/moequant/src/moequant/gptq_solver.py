@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from icml25_core import check_array, check_scalar
+
 from .quantizer import QuantizedWeight, check_bits, check_group_size, encode, grid
 
 
@@ -70,8 +72,9 @@ def gptq(
         raise ValueError(
             f"H must be ({cols}, {cols}) for w of shape {tuple(w.shape)}, got {tuple(H.shape)}"
         )
-    if damp <= 0:
-        raise ValueError(f"damp must be > 0, got {damp}")
+    check_scalar(damp, "damp", low=0.0, low_inclusive=False)
+    check_array(w, "w", ndim=2)
+    check_array(H, "H", ndim=2)
     g = cols if group_size == -1 else group_size
     blocksize = max(blocksize // g, 1) * g if group_size != -1 else blocksize
     W = w.detach().to(torch.float64).clone()

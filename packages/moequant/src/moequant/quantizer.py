@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from icml25_core import check_array
+
 
 def check_bits(bits: int) -> None:
     if not isinstance(bits, int) or isinstance(bits, bool) or not 2 <= bits <= 8:
@@ -86,6 +88,7 @@ def rtn(
 ) -> QuantizedWeight:
     """Round-to-nearest quantization of ``w`` ``(rows, cols)``, per row or per column group."""
     check_bits(bits)
+    check_array(w, "w", ndim=2)  # NaN weights gave int64-min codes
     cols = w.shape[1]
     check_group_size(group_size, cols)
     g = cols if group_size == -1 else group_size
@@ -99,6 +102,14 @@ def rtn(
 def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
     """Bit-pack integer codes in ``[0, 2^bits)`` into a ``uint8`` stream of
     ``ceil(codes.numel() * bits / 8)`` bytes (little-endian bit order)."""
+    check_bits(bits)
+    if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
+        raise TypeError(f"codes must be an integer tensor, got {codes.dtype}")
+    if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= 2**bits):
+        raise ValueError(
+            f"codes must lie in [0, {2**bits}) for bits={bits}, got range "
+            f"[{int(codes.min())}, {int(codes.max())}] (they would wrap around)"
+        )
     flat = codes.reshape(-1).to(torch.int64)
     shifts = torch.arange(bits, device=flat.device)
     stream = ((flat[:, None] >> shifts) & 1).reshape(-1)

@@ -59,6 +59,16 @@ def _risk_variance(losses: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     return risks.var(unbiased=False) if risks.numel() > 1 else losses.sum() * 0
 
 
+def _check_sizes(in_dim, n_classes, hidden, layers, dropout, pool) -> None:
+    """The constructor arguments every model shares, checked before any layer is built."""
+    check_scalar(in_dim, "in_dim", low=1, integer=True)
+    check_scalar(n_classes, "n_classes", low=2, integer=True)
+    check_scalar(hidden, "hidden", low=1, integer=True)
+    check_scalar(layers, "layers", low=1, integer=True)
+    check_scalar(dropout, "dropout", low=0.0, high=1.0, high_inclusive=False)
+    check_choice(pool, "pool", POOLS)
+
+
 class GNNClassifier(nn.Module, PretrainedModelMixin):
     """ERM (``penalty=None``), IRMv1 (``"irm"``) or VREx (``"vrex"``) on the whole graph,
     with the training environments in ``batch.env``.
@@ -80,8 +90,9 @@ class GNNClassifier(nn.Module, PretrainedModelMixin):
         penalty_weight=1.0,
     ):
         super().__init__()
+        _check_sizes(in_dim, n_classes, hidden, layers, dropout, pool)
         check_choice(penalty, "penalty", PENALTIES)
-        check_choice(pool, "pool", POOLS)
+        check_scalar(penalty_weight, "penalty_weight", low=0.0)
         self.in_dim = int(in_dim)
         self.encoder = GNNEncoder(in_dim, hidden, layers, dropout)
         self.pool = POOLS[pool]
@@ -131,8 +142,10 @@ class SubgraphModel(nn.Module, PretrainedModelMixin):
         beta=1.0,
     ):
         super().__init__()
+        _check_sizes(in_dim, n_classes, hidden, layers, dropout, pool)
         check_choice(mask, "mask", ("soft", "topr"))
         check_scalar(ratio, "ratio", low=0.0, high=1.0, low_inclusive=False)
+        check_scalar(beta, "beta", low=0.0)
         self.in_dim, self.hidden = int(in_dim), int(hidden)
         self.extractor = GNNEncoder(in_dim, hidden, layers, dropout)
         self.scorer = mlp([2 * hidden, hidden, 1])
