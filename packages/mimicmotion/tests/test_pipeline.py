@@ -127,3 +127,42 @@ def test_unet_and_posenet_only_ever_see_one_window(components):
     assert set(seen["unet"]) == {(2, 8)}  # (uncond + cond) x one window of 8 frames
     assert len(seen["unet"]) == 2 * n_windows
     assert set(seen["pose_net"]) == {8} and len(seen["pose_net"]) == 2 * n_windows
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"num_inference_steps": 0}, ValueError, "num_inference_steps must be >= 1"),
+        ({"decode_chunk_size": 0}, ValueError, "decode_chunk_size must be >= 1"),
+        ({"tile_size": 8.0}, TypeError, "tile_size must be an integer"),
+        ({"guidance_scale": float("nan")}, ValueError, "guidance_scale must be finite"),
+        ({"noise_aug_strength": float("nan")}, ValueError, "noise_aug_strength must be finite"),
+        ({"noise_aug_strength": -0.1}, ValueError, "noise_aug_strength must be >= 0.0"),
+        ({"fps": 0}, ValueError, "fps must be >= 1"),
+        ({"generator": 42}, TypeError, "generator must be a torch.Generator"),
+    ],
+)
+def test_meaningless_settings_are_refused_naming_the_argument(
+    components, inputs, kwargs, error, message
+):
+    pipe = MimicMotionPipeline(**components)
+    image, poses = inputs
+    kw = {"num_inference_steps": 2, "output_type": "np", "tile_size": 8, **kwargs}
+    with pytest.raises(error, match=message):
+        pipe(image, poses, **kw)
+
+
+def test_nan_reference_image_and_nan_latents_from_a_callback_are_refused(components, inputs):
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    image, poses = inputs
+    bad = image.clone()
+    bad[0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="image must be finite"):
+        _run(pipe, bad, poses, tile_size=8)
+
+    def poison(pipe, step, t, state):
+        return {"latents": state["latents"] * float("nan")}
+
+    with pytest.raises(ValueError, match="returned at step 0 must be finite"):
+        _run(pipe, image, poses, tile_size=8, callback_on_step_end=poison)

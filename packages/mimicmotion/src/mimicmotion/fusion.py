@@ -15,9 +15,13 @@ from collections.abc import Callable
 
 import torch
 
+from icml25_core import check_scalar
+
 
 def check_tiling(num_frames: int, tile_size: int, tile_overlap: int) -> None:
-    """Raise a clear ``ValueError`` for an impossible tiling."""
+    """Raise a clear ``ValueError`` for an impossible tiling (``TypeError`` for non-integers)."""
+    check_scalar(tile_size, "tile_size", integer=True)
+    check_scalar(tile_overlap, "tile_overlap", integer=True)
     if tile_size < 2:
         raise ValueError(f"tile_size must be >= 2, got {tile_size}")
     if not 1 <= tile_overlap < tile_size:

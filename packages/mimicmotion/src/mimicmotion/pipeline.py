@@ -13,6 +13,8 @@ from diffusers.pipelines.stable_video_diffusion.pipeline_stable_video_diffusion 
 )
 from diffusers.utils.torch_utils import randn_tensor
 
+from icml25_core import check_array, check_scalar
+
 from .fusion import check_tiling, fuse
 
 
@@ -125,7 +127,19 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         check_tiling(n_frames, tile_size, tile_overlap)
         if output_type not in ("pil", "np", "pt", "latent"):
             raise ValueError(f"output_type must be pil, np, pt or latent, got {output_type!r}")
-        if isinstance(image, torch.Tensor):  # one path for tensors and PIL: CLIP resizing
+        check_scalar(num_inference_steps, "num_inference_steps", low=1, integer=True)
+        check_scalar(decode_chunk_size, "decode_chunk_size", low=1, integer=True)
+        check_scalar(guidance_scale, "guidance_scale", low=0.0)
+        check_scalar(noise_aug_strength, "noise_aug_strength", low=0.0)
+        check_scalar(fps, "fps", low=1, integer=True)
+        check_scalar(motion_bucket_id, "motion_bucket_id", low=0, integer=True)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"generator must be a torch.Generator or None, got {type(generator).__name__} "
+                "(for a seed, pass torch.Generator().manual_seed(seed))"
+            )
+        if isinstance(image, torch.Tensor):
+            check_array(image, "image", ndim=4)  # one path for tensors and PIL: CLIP resizing
             image = self.video_processor.numpy_to_pil(self.video_processor.pt_to_numpy(image))[0]
         device = self._execution_device
         cfg = guidance_scale > 1.0
@@ -190,6 +204,7 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
                 if callback_on_step_end is not None:
                     out = callback_on_step_end(self, i, t, {"latents": latents}) or {}
                     latents = out.get("latents", latents)
+                    check_array(latents, f"the latents callback_on_step_end returned at step {i}")
                 bar.update()
 
         if output_type == "latent":
