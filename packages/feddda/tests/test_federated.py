@@ -136,6 +136,8 @@ def test_simulate_refuses_bad_engine_and_supernodes(clip_path):
         simulate({"clip_path": clip_path}, engine="threads")
     with pytest.raises(ValueError, match="num_supernodes"):
         simulate({"clip_path": clip_path}, num_supernodes=0)
+    with pytest.raises(ValueError, match="min_nodes=3 exceeds num_supernodes=2"):
+        simulate({"clip_path": clip_path, "min_nodes": 3}, num_supernodes=2)
 
 
 def test_client_keeps_its_personal_part_across_rounds_and_takes_the_servers_shared_part(clip_path):

@@ -98,11 +98,15 @@ def make_server_app(**overrides) -> ServerApp:
         model = build_model(settings)
         shared = shared_part(model, settings.method)
         nodes = settings.min_nodes or len(list(grid.get_node_ids())) or 1
+        # every round trains and evaluates all `nodes` clients: Flower's FedAvg sizes its
+        # sample from the nodes connected when it asks (fraction x connected) and only then
+        # waits for `min_available_nodes`, so a node registering a moment late would be
+        # left out of that round; the minimum sample sizes close that race
         strategy = SharedPartFedAvg(
             fraction_train=1.0,
             fraction_evaluate=1.0,
-            min_train_nodes=1,
-            min_evaluate_nodes=1,
+            min_train_nodes=nodes,
+            min_evaluate_nodes=nodes,
             min_available_nodes=nodes,
             evaluate_metrics_aggr_fn=per_client_metrics,
         )

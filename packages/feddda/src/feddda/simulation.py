@@ -115,13 +115,24 @@ def simulate(
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if not isinstance(num_supernodes, int) or num_supernodes < 1:
         raise ValueError(f"num_supernodes must be a positive int, got {num_supernodes!r}")
+    if int(settings.get("min_nodes", 0)) > num_supernodes:
+        raise ValueError(
+            f"settings min_nodes={settings['min_nodes']} exceeds num_supernodes="
+            f"{num_supernodes}: the server would wait forever"
+        )
     from flwr.simulation import run_simulation
 
     from .client_app import make_client_app
     from .server_app import make_server_app
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = {**settings, "result_path": str(Path(tmp) / "result.json")}
+        # wait for every supernode before each round (min_nodes 0 would mean "those
+        # registered when the ServerApp starts", which races with their registration)
+        settings = {
+            "min_nodes": num_supernodes,
+            **settings,
+            "result_path": str(Path(tmp) / "result.json"),
+        }
         backend = {"client_resources": {"num_cpus": 1, "num_gpus": client_gpus}}
         if num_cpus:
             backend["init_args"] = {"num_cpus": num_cpus}
