@@ -36,6 +36,7 @@ def run(smoke: bool = False) -> BenchReport:
     sizes = (60,) if smoke else (100, 300, 1000)
     grids = (6, 8) if smoke else (10, 15, 20, 30)
     repeats = 1 if smoke else 3
+    grid = 6 if smoke else CFG["grid"]
     comparisons = []
     for n in sizes:
         X1, X2, s1, s2 = make_views(n + n // 10, n // 10, seed=0)
@@ -48,12 +49,12 @@ def run(smoke: bool = False) -> BenchReport:
         comp = compare(
             {
                 "POT entropic GW": peer,
-                "ugw-embed": _fit(X1, X2, CFG["grid"], out, "ugw-embed", s1, s2),
+                "ugw-embed": _fit(X1, X2, grid, out, "ugw-embed", s1, s2),
             },
             reference="POT entropic GW",
             label=f"n={n}",
             repeats=repeats if n < 1000 else 1,
-            warmup=0 if n >= 300 else 1,
+            warmup=0 if n >= 300 or smoke else 1,
             extra=out,
         )
         comparisons.append(comp)
