@@ -138,6 +138,8 @@ def test_out_folder_is_never_overwritten_silently(fake, tmp_path):
     assert runner.invoke(cli.app, args).exit_code == 2
     assert runner.invoke(cli.app, [*args, "--overwrite"]).exit_code == 0
     assert (foreign / "thesis.tex").read_text() == "keep me"
+    assert runner.invoke(cli.app, [*args, "--overwrite"]).exit_code == 0  # still not ours
+    assert (foreign / "thesis.tex").read_text() == "keep me"
     afile = tmp_path / "a-file"
     afile.write_text("x")
     args = ["reproduce", "fake-method", "--out", str(afile)]

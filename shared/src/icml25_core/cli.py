@@ -94,8 +94,9 @@ def _prepare_out(out: Path | None, overwrite: bool) -> Path:
                     "run there, or choose another folder[/red]"
                 )
                 raise typer.Exit(2)
-            if (out / RUN_MARKER).is_file():
-                shutil.rmtree(out)  # an earlier run of ours: its stale parts go too
+            if not (out / RUN_MARKER).is_file():
+                return out  # a folder icml25 did not make: written into, never marked ours
+            shutil.rmtree(out)  # an earlier run of ours: its stale parts go too
         out.mkdir(parents=True, exist_ok=True)
     (out / RUN_MARKER).write_text("written by icml25; --overwrite may replace this folder\n")
     return out

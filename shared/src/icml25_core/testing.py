@@ -299,6 +299,10 @@ class PackageConformance:
         import torch
         from safetensors.torch import save_file
 
+        from .hub import CONFIG_NAME, WEIGHTS_NAME
+
+        files = {"weights": WEIGHTS_NAME, "config": CONFIG_NAME}
+
         for i, model in enumerate(models):
             cls = type(model)
             folder = tmp_path / f"{i}-{cls.__name__}"
@@ -316,7 +320,7 @@ class PackageConformance:
                 copy = tmp_path / f"{i}-{name}"
                 shutil.copytree(folder, copy)
                 _corrupt(copy, name, want, save_file)
-                with pytest.raises(ValueError, match=re.escape(str(copy / blamed))):
+                with pytest.raises(ValueError, match=re.escape(str(copy / files[blamed]))):
                     cls.from_pretrained(copy)
 
     def test_benchmarks_run_at_smoke_size(self, tmp_path: Path) -> None:
@@ -337,18 +341,20 @@ class PackageConformance:
             report.write_json(tmp_path / f"{path.stem}.json")
 
 
-# corruption -> the file its error must name (hub's CONFIG_NAME / WEIGHTS_NAME)
+# corruption -> the file its error must name: the weights or the config
 _CORRUPTIONS = {
-    "truncated": "model.safetensors",
-    "empty-config": "config.json",
-    "list-config": "config.json",
-    "nan": "model.safetensors",
+    "truncated": "weights",
+    "empty-config": "config",
+    "list-config": "config",
+    "nan": "weights",
 }
 
 
 def _corrupt(folder: Path, how: str, state: dict, save_file) -> None:
     """Damage a saved model folder the way ``how`` names (see ``_CORRUPTIONS``)."""
-    weights, config = folder / "model.safetensors", folder / "config.json"
+    from .hub import CONFIG_NAME, WEIGHTS_NAME
+
+    weights, config = folder / WEIGHTS_NAME, folder / CONFIG_NAME
     if how == "truncated":
         data = weights.read_bytes()
         weights.write_bytes(data[: len(data) // 2])

@@ -2,7 +2,8 @@
 synthetic captioned images (cached), then federated few-shot prompt tuning with one
 rendering style per client (4 clients) on Flower's simulation runtime (clients in this
 process by default, ``engine="inprocess"``: the same result as Ray's actor pool without its
-start-up, which dominated every profile; ``--set engine=ray`` runs them on Ray). Mean per-client
+start-up, which dominated every profile; ``run_experiment(..., overrides={"engine": "ray"})``
+runs them on Ray). Mean per-client
 accuracy of FedDDA vs PromptFL (share the whole prompt) vs local-only prompt tuning (CoOp
 per client), same learning rate, epochs and rounds for all three. Claim: FedDDA beats both.
 """
@@ -26,8 +27,8 @@ PROFILES = {
     "quick": {"num_server_rounds": 5, "shots": 2, "local_epochs": 2, "clip_steps": 1000},
     "full": {"num_server_rounds": 10, "shots": 4, "local_epochs": 5, "clip_steps": 1000},
 }
-for _profile in PROFILES.values():
-    _profile["engine"] = "inprocess"
+for _settings in PROFILES.values():  # same results as Ray's actors, without their start-up
+    _settings["engine"] = "inprocess"
 N_CLIENTS = 4
 # (row name, label, settings): the paper's three methods and FedDDA without its visual
 # adapters and gate, which separates the decoupled prompts from the adapters

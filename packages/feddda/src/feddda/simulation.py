@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from unittest import mock
 
@@ -136,17 +136,13 @@ def simulate(
         backend = {"client_resources": {"num_cpus": 1, "num_gpus": client_gpus}}
         if num_cpus:
             backend["init_args"] = {"num_cpus": num_cpus}
-        run = lambda: run_simulation(  # noqa: E731
-            server_app=make_server_app(**settings),
-            client_app=make_client_app(mods=client_mods, **settings),
-            num_supernodes=num_supernodes,
-            backend_config=backend,
-        )
-        if engine == "inprocess":
-            with _inprocess_backend():
-                run()
-        else:
-            run()
+        with _inprocess_backend() if engine == "inprocess" else nullcontext():
+            run_simulation(
+                server_app=make_server_app(**settings),
+                client_app=make_client_app(mods=client_mods, **settings),
+                num_supernodes=num_supernodes,
+                backend_config=backend,
+            )
         result = Path(settings["result_path"])
         if not result.is_file():
             raise RuntimeError(

@@ -105,11 +105,13 @@ def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
     check_bits(bits)
     if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
         raise TypeError(f"codes must be an integer tensor, got {codes.dtype}")
-    if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= 2**bits):
-        raise ValueError(
-            f"codes must lie in [0, {2**bits}) for bits={bits}, got range "
-            f"[{int(codes.min())}, {int(codes.max())}] (they would wrap around)"
-        )
+    if codes.numel():
+        lo, hi = int(codes.min()), int(codes.max())
+        if lo < 0 or hi >= 2**bits:
+            raise ValueError(
+                f"codes must lie in [0, {2**bits}) for bits={bits}, got range [{lo}, {hi}] "
+                "(they would wrap around)"
+            )
     flat = codes.reshape(-1).to(torch.int64)
     shifts = torch.arange(bits, device=flat.device)
     stream = ((flat[:, None] >> shifts) & 1).reshape(-1)
