@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from icml25_core import BenchReport, compare, make_report
-from linear_tca import DigitsCNN, LinearTCA, SourceOnly, Tent, TensorMemoryTracker, adapt, classify
+from linear_tca import DigitsCNN, LinearTCA, SourceOnly, TensorMemoryTracker, Tent, adapt, classify
 
 
 def _case(width: int, n: int, repeats: int):

@@ -88,14 +88,14 @@ def test_adam_solver_is_the_official_few_small_steps():
     # estimates warm up): W stays within 0.022 of I
     moved = float((W - torch.eye(5, dtype=W.dtype)).abs().max())
     assert 0.01 <= moved <= 20 * 1e-3 * 1.1
-    I = torch.eye(5, dtype=W.dtype)
-    assert coral_loss(W, Cs, Ct) < coral_loss(I, Cs, Ct)
+    eye = torch.eye(5, dtype=W.dtype)
+    assert coral_loss(W, Cs, Ct) < coral_loss(eye, Cs, Ct)
     closed = coral_matrix(Cs, Ct)
     assert coral_loss(closed, Cs, Ct) < 1e-12 < coral_loss(W, Cs, Ct)
 
 
 def test_pseudo_source_keeps_the_lowest_entropy_predictions_per_class():
-    Z, logits = _data(n=200, c=4)
+    _, logits = _data(n=200, c=4)
     picked = select_pseudo_source(logits, 5, "uniform")
     predicted, entropy = logits.argmax(1), softmax_entropy(logits)
     for c in range(4):
@@ -115,9 +115,13 @@ def test_proportions_scale_k_by_class_share():
     torch.testing.assert_close(
         class_proportions(logits, "predicted"), torch.tensor([1.5, 0.75, 0.75], dtype=torch.float64)
     )
-    torch.testing.assert_close(class_proportions(logits, "uniform"), torch.ones(3, dtype=torch.float64))
+    torch.testing.assert_close(
+        class_proportions(logits, "uniform"), torch.ones(3, dtype=torch.float64)
+    )
     labels = torch.tensor([0, 1, 2] * 4)
-    torch.testing.assert_close(class_proportions(logits, "oracle", labels), torch.ones(3, dtype=torch.float64))
+    torch.testing.assert_close(
+        class_proportions(logits, "oracle", labels), torch.ones(3, dtype=torch.float64)
+    )
     assert select_pseudo_source(logits, 2, "predicted").tolist() == [0, 1, 2, 6, 9]
 
 
@@ -145,7 +149,9 @@ def test_mean_only_ablation_shifts_without_rotating():
     Z, logits = _data()
     tca = LinearTCA(align="mean").fit(Z, logits)
     torch.testing.assert_close(tca.W_, torch.eye(6, dtype=torch.float64))
-    torch.testing.assert_close(tca.transform(Z) - Z, (tca.mean_source_ - tca.mean_target_).expand_as(Z))
+    torch.testing.assert_close(
+        tca.transform(Z) - Z, (tca.mean_source_ - tca.mean_target_).expand_as(Z)
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,3 +191,21 @@ def test_transform_checks():
         tca.transform(Z[:, :5])
     with pytest.raises(ValueError, match="at least 2"):
         LinearTCA(k=None).fit(Z[:1], logits[:1])
+
+
+def test_coral_matches_deep_coral_by_hand():
+    # pytorch-adapt's CORALLoss (the peer) does not import beside this workspace
+    # (torchmetrics 0.9 needs pkg_resources); its formula by hand in NumPy: covariance
+    # (X^T X - s s^T / n) / (n - 1) with s the column sums, loss ||C_x - C_y||_F^2 / (4 d^2)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(50, 4)), rng.normal(size=(40, 4)) * 2 + 1
+
+    def cov(a):
+        s = a.sum(0)
+        return (a.T @ a - np.outer(s, s) / len(a)) / (len(a) - 1)
+
+    expected = np.sum((cov(x) - cov(y)) ** 2) / (4 * 4**2)
+    cx, cy = covariance(torch.from_numpy(x)), covariance(torch.from_numpy(y))
+    np.testing.assert_allclose(cx.numpy(), cov(x), rtol=1e-12)
+    eye = torch.eye(4, dtype=torch.float64)
+    assert float(coral_loss(eye, cx, cy)) / (4 * 4**2) == pytest.approx(expected, rel=1e-12)

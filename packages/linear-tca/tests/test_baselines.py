@@ -38,7 +38,7 @@ def test_tent_scores_before_updating_and_updates_only_norm_affines(shifted, batc
     conv_before = tent.featurizer[0].weight.detach().clone()
     bn_before = tent.featurizer[1].weight.detach().clone()
     first = batches(x, y)[0][0]
-    z, logits = tent(first)
+    _, logits = tent(first)
     bn_logits = BNAdapt(model.featurizer, model.head)(first)[1]
     torch.testing.assert_close(logits, bn_logits)  # the first prediction precedes any update
     assert torch.equal(tent.featurizer[0].weight, conv_before)
@@ -60,7 +60,7 @@ def test_baselines_never_touch_the_callers_model(shifted, batches, state, same_s
 
 
 def test_t3a_one_batch_equals_the_hand_formula(shifted):
-    model, x, y = shifted
+    model, x, _ = shifted
     first = x[:64]
     t3a = T3A(model.featurizer, model.head, filter_k=None)
     z, logits = t3a(first)
@@ -93,7 +93,9 @@ def test_eata_without_reliable_samples_does_not_update(shifted, batches, state, 
     assert not same_state(before, state(updating.featurizer))
 
 
-def test_sar_recovers_its_start_when_the_entropy_average_collapses(shifted, batches, state, same_state):
+def test_sar_recovers_its_start_when_the_entropy_average_collapses(
+    shifted, batches, state, same_state
+):
     model, x, y = shifted
     sar = SAR(model.featurizer, model.head, lr=1e-2, reset_constant=1e9)  # always "collapsed"
     before = state(sar.featurizer)
@@ -108,7 +110,7 @@ def test_methods_refuse_models_they_cannot_adapt():
     featurizer, head = nn.Linear(4, 3), nn.Linear(3, 2)
     with pytest.raises(ValueError, match="normalisation layer"):
         Tent(featurizer, head)
-    with pytest.raises(TypeError, match="torch.nn.Module"):
+    with pytest.raises(TypeError, match=r"torch\.nn\.Module"):
         SourceOnly(lambda t: t, head)
     with pytest.raises(ValueError, match="lr must be > 0"):
         Tent(nn.Sequential(nn.Linear(4, 3), nn.LayerNorm(3)), head, lr=0.0)

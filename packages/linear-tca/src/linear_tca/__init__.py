@@ -29,7 +29,13 @@ if TYPE_CHECKING:
         softmax_entropy,
     )
     from .baselines import EATA, SAR, T3A, BNAdapt, SourceOnly, Stream, Tent, TTAMethod
-    from .corruptions import AFFINE_LEVELS, CORRUPTIONS, SEVERITY_LEVELS, AffineFeatureShift, corrupt
+    from .corruptions import (
+        AFFINE_LEVELS,
+        CORRUPTIONS,
+        SEVERITY_LEVELS,
+        AffineFeatureShift,
+        corrupt,
+    )
     from .digits import DigitsCNN, digits_split, train_source_model
     from .memory import TensorMemoryTracker
 
@@ -53,8 +59,8 @@ __all__ = [
     "SourceOnly",
     "Stream",
     "TTAMethod",
-    "Tent",
     "TensorMemoryTracker",
+    "Tent",
     "ZeroShotHead",
     "__version__",
     "adam_matrix",

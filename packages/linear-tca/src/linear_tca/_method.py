@@ -11,5 +11,9 @@ METHOD = Method(
     summary="Backprop-free test-time adaptation: align test embeddings' correlation to a pseudo-source",
     experiments={"corrupted-digits": "linear_tca.experiments:CORRUPTED_DIGITS"},
     status="available",
-    claim="to be measured",
+    claim=(
+        "did not hold: LinearTCA 0.652 vs best baseline 0.909 (BatchNorm CNN), 0.806 vs "
+        "0.818 (GroupNorm); +5 and +4 points over the source model at 7-9% of Tent's time "
+        "and no growth of peak memory; LinearTCA+ Tent >= Tent"
+    ),
 )

@@ -22,7 +22,7 @@ No model parameter changes; the cost is one :math:`d \times d` eigendecompositio
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -66,7 +66,7 @@ def ledoit_wolf_shrinkage(X: torch.Tensor) -> float:
     X2 = X**2
     trace_terms = X2.sum(0) / n
     mu = trace_terms.sum() / d
-    beta_sum = (X2.T @ X2).sum()
+    beta_sum = (X2.sum(1) ** 2).sum()  # = sum of (X2^T X2), without the d x d matrix
     delta_sum = ((X.T @ X) ** 2).sum() / n**2
     beta = (beta_sum / n - delta_sum) / (d * n)
     delta = (delta_sum - 2.0 * mu * trace_terms.sum() + d * mu**2) / d
@@ -249,7 +249,7 @@ class LinearTCA:
         ``d``.
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
         "k": "int >= 1 or None",
         "proportions": PROPORTIONS,
         "solver": SOLVERS,
@@ -336,7 +336,9 @@ class LinearTCA:
         if self.proportions == "oracle":
             if labels is None:
                 raise ValueError('proportions="oracle" needs labels (the test labels it leaks)')
-            y = torch.as_tensor(np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels)
+            y = torch.as_tensor(
+                np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels
+            )
             if y.shape != (Zt.shape[0],) or y.is_floating_point() or int(y.min()) < 0:
                 raise ValueError(
                     f"labels must be {Zt.shape[0]} non-negative integer class indices, got "

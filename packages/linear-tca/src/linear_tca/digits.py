@@ -23,7 +23,9 @@ def digits_split(
     x_train, y_train, x_test, y_test : torch.Tensor
         Images float32, labels int64.
     """
-    check_scalar(test_size, "test_size", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    check_scalar(
+        test_size, "test_size", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+    )
     data = load_digits()
     x = (data.images / 16.0).astype(np.float32)[:, None]
     xtr, xte, ytr, yte = train_test_split(
