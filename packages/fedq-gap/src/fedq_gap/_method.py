@@ -1,0 +1,15 @@
+"""What fedq-gap tells the icml25 CLI (imported without NumPy work)."""
+
+from icml25_core import Method
+
+METHOD = Method(
+    name="fedq-gap",
+    title="Gap-Dependent Bounds for Federated Q-Learning",
+    authors=("H. Zhang", "Z. Zheng", "L. Xue"),
+    venue="ICML 2025",
+    url="https://arxiv.org/abs/2502.02859",
+    summary="FedQ-Hoeffding / FedQ-Bernstein with exact regret and communication counts",
+    experiments={"log-regret": "fedq_gap.experiments:LOG_REGRET"},
+    status="available",
+    claim="to be measured",
+)

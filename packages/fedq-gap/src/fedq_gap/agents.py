@@ -1,0 +1,418 @@
+r"""FedQ-Hoeffding and FedQ-Bernstein (Zheng, Gao, Xue & Yang, arXiv 2312.15023), the
+algorithms whose gap-dependent regret and communication Zhang, Zheng & Xue (ICML 2025)
+analyse, and the single-agent UCB-Hoeffding baseline (Jin et al., NeurIPS 2018).
+
+:math:`M` agents explore the same MDP with the policy the server broadcast; all agents
+are simulated in lock-step with NumPy, a whole round at a time. Round :math:`k`:
+
+1. The server broadcasts :math:`\pi^k` (greedy in :math:`Q`), :math:`V^k` and the visit
+   counts :math:`N_h(s, a)`.
+2. Every agent runs episodes with :math:`\pi^k`. The round ends, after the current
+   episode, as soon as one agent has visited some :math:`(h, s, \pi^k_h(s))` at least
+   :math:`\max\{1, \lfloor \tilde C N_h(s, a) / M \rfloor\}` times,
+   :math:`\tilde C = 1 / (H(H+1))`.
+3. Agents upload, per visited triple, their visit count, the reward and the mean of
+   :math:`V^k_{h+1}(s')` over the visits (Case 1: every value).
+4. With :math:`t_{k-1} = N`, :math:`t_k = N + n` (:math:`n` new visits),
+   :math:`\alpha_t = \frac{H+1}{H+t}` and
+   :math:`\theta_t = \alpha_t \prod_{i=t+1}^{t_k} (1 - \alpha_i)`, the server updates
+   :math:`a = \pi^k_h(s)`:
+
+   - Case 1, :math:`N < i_0 = 2 M H (H+1)`: one step
+     :math:`Q \leftarrow (1-\alpha_t) Q + \alpha_t (r + v_t + b_t)` per visit, in agent
+     order. Equivalently
+     :math:`Q \leftarrow \prod_t (1-\alpha_t) Q + \sum_t \theta_t (r + v_t + b_t)`.
+   - Case 2, otherwise: with :math:`\bar v` the mean over all new visits and
+     :math:`\alpha^{agg} = 1 - \prod_t (1-\alpha_t) = \sum_t \theta_t`,
+     :math:`Q \leftarrow (1 - \alpha^{agg}) Q + \alpha^{agg} (r + \bar v) + \beta / 2`,
+     with :math:`\beta = 2 \sum_t \theta_t b_t`.
+
+   Then :math:`V_h(s) = \min\{H, \max_a Q_h(s, a)\}` and :math:`\pi` is greedy.
+
+Hoeffding bonus: :math:`b_t = c \sqrt{H^3 \iota / t}`. The papers leave the constant
+:math:`c` unspecified; it dominates the early phase. :math:`\iota = \log(2 S A (T_0 + H M)
+(1 + \tilde C) / p)` with :math:`T_0 = H T` the steps per agent. Regret is exact: each
+round's policy is deterministic, so its per-episode regret
+:math:`V^\star_1(s_1) - V^{\pi^k}_1(s_1)` comes from dynamic programming.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from icml25_core import check_choice, check_scalar
+
+from .mdp import TabularMDP
+
+
+@dataclass
+class RunResult:
+    """One run: the rounds, their policies' exact regret and the communication.
+
+    Attributes
+    ----------
+    M : int
+        Agents.
+    episodes : numpy.ndarray of int, shape (K,)
+        Episodes per agent completed at the end of each round (cumulative).
+    round_regret : numpy.ndarray, shape (K,)
+        Per-episode regret :math:`V^\\star_1(s_1) - V^{\\pi^k}_1(s_1)` of each round's
+        policy.
+    uploads : numpy.ndarray of int, shape (K,)
+        Numbers uploaded by all agents up to the end of each round (cumulative).
+    federated : bool
+        ``False`` for the single-agent baseline, whose "rounds" are its episodes.
+    """
+
+    M: int
+    episodes: np.ndarray
+    round_regret: np.ndarray
+    uploads: np.ndarray
+    federated: bool = True
+
+    @property
+    def rounds(self) -> int:
+        """Communication rounds."""
+        return int(self.episodes.size)
+
+    @property
+    def T(self) -> int:
+        """Episodes per agent."""
+        return int(self.episodes[-1])
+
+    def regret(self, t=None) -> np.ndarray:
+        """Cumulative regret **per agent** after ``t`` episodes per agent (array-like;
+        default: at every round end). Multiply by ``M`` for the total regret."""
+        lengths = np.diff(self.episodes, prepend=0)
+        cum = np.concatenate([[0.0], np.cumsum(lengths * self.round_regret)])
+        if t is None:
+            return cum[1:]
+        t = np.asarray(t)
+        if np.any(t < 0) or np.any(t > self.T):
+            raise ValueError(f"t must be within [0, {self.T}] episodes")
+        k = np.searchsorted(self.episodes, t, side="left")  # round containing episode t
+        k = np.minimum(k, self.rounds - 1)
+        start = np.where(k > 0, self.episodes[np.maximum(k - 1, 0)], 0)
+        return cum[k] + (t - start) * self.round_regret[k]
+
+    def rounds_at(self, t) -> np.ndarray:
+        """Rounds started by the time ``t`` episodes per agent are done (array-like)."""
+        return np.searchsorted(self.episodes, np.asarray(t), side="left") + 1
+
+
+def _theta(t0: int, n: int, H: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(theta_t, prod_t (1 - alpha_t), t)`` for the visits ``t = t0+1 .. t0+n``."""
+    t = np.arange(t0 + 1, t0 + n + 1, dtype=np.float64)
+    alpha = (H + 1) / (H + t)
+    with np.errstate(divide="ignore"):
+        log_keep = np.log1p(-alpha)  # -inf at t = 1 (alpha_1 = 1)
+    suffix = np.concatenate([np.cumsum(log_keep[::-1])[::-1][1:], [0.0]])
+    theta = alpha * np.exp(suffix)
+    keep = float(np.exp(log_keep.sum()))
+    return theta, keep, t
+
+
+class _FederatedQ:
+    """Shared simulation and server of FedQ-Hoeffding and FedQ-Bernstein."""
+
+    uploads_per_triple = 3  # reward, count, mean of V_{h+1}
+
+    def __init__(
+        self,
+        mdp: TabularMDP,
+        M: int = 10,
+        *,
+        c: float = 1.0,
+        p: float = 0.01,
+        seed: int = 0,
+        sync: str = "rule",
+        iota: float | None = None,
+        i0: int | None = None,
+    ) -> None:
+        if not isinstance(mdp, TabularMDP):
+            raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+        check_scalar(M, "M", low=1, integer=True)
+        if i0 is not None:
+            check_scalar(i0, "i0", low=0, integer=True)
+        check_scalar(c, "c", low=0.0)
+        check_scalar(p, "p", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_choice(sync, "sync", ("rule", "episode"))
+        if iota is not None:
+            check_scalar(iota, "iota", low=0.0, low_inclusive=False)
+        self.mdp, self.M, self.c, self.p, self.seed, self.sync = mdp, M, c, p, seed, sync
+        self.iota = iota
+        self.i0 = 2 * M * mdp.H * (mdp.H + 1) if i0 is None else i0
+        self._cdf = np.cumsum(mdp.P, axis=-1)
+
+    # -- the server's statistics ---------------------------------------------------
+    def _reset(self, T: int) -> None:
+        mdp = self.mdp
+        H, S, A = mdp.H, mdp.S, mdp.A
+        self.Q_ = np.full((H, S, A), float(H))
+        self.V_ = np.zeros((H + 1, S))
+        self.V_[:H] = H
+        self.N_ = np.zeros((H, S, A), dtype=np.int64)
+        self.sum_v_ = np.zeros((H, S, A))
+        self.sum_v2_ = np.zeros((H, S, A))
+        c_tilde = 1.0 / (H * (H + 1))
+        self.iota_ = (
+            self.iota
+            if self.iota is not None
+            else math.log(2 * S * A * (H * T + H * self.M) * (1 + c_tilde) / self.p)
+        )
+        self.rng_ = np.random.default_rng(self.seed)
+
+    @property
+    def policy_(self) -> np.ndarray:
+        """The greedy policy :math:`\\pi_h(s) = \\arg\\max_a Q_h(s, a)`, shape ``(H, S)``
+        (ties to the lowest action)."""
+        return self.Q_.argmax(2)
+
+    def _bonus(self, h, s, a, t, values) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- one round ---------------------------------------------------------------------
+    def _episodes(self, pi: np.ndarray, E: int) -> np.ndarray:
+        """States of ``E`` episodes of every agent under ``pi``: ``(E, M, H + 1)``."""
+        mdp = self.mdp
+        states = np.empty((E, self.M, mdp.H + 1), dtype=np.int64)
+        states[:, :, 0] = mdp.s0
+        for h in range(mdp.H):
+            s = states[:, :, h]
+            cdf = self._cdf[h, s, pi[h, s]]
+            u = self.rng_.random((E, self.M, 1))
+            states[:, :, h + 1] = np.minimum((u > cdf).sum(-1), mdp.S - 1)
+        return states
+
+    def _round(self, remaining: int) -> np.ndarray:
+        """Simulate one round; its episodes' states ``(E, M, H + 1)``."""
+        mdp, M = self.mdp, self.M
+        H, S = mdp.H, mdp.S
+        pi = self.policy_
+        rows = np.arange(S)
+        n_pi = self.N_[np.arange(H)[:, None], rows[None], pi]  # (H, S)
+        threshold = np.maximum(1, n_pi // (M * H * (H + 1)))
+        # every episode visits (0, s0): the round is over after that many episodes at most
+        longest = 1 if self.sync == "episode" else int(threshold[0, mdp.s0])
+        E = min(remaining, longest)
+        states = self._episodes(pi, E)
+        if self.sync == "episode" or E == 1:
+            return states
+        flat = np.arange(H)[None, None, :] * S + states[:, :, :H]  # (E, M, H)
+        index = (np.arange(E)[:, None, None] * M + np.arange(M)[None, :, None]) * (H * S) + flat
+        counts = np.bincount(index.ravel(), minlength=E * M * H * S).reshape(E, M, H * S)
+        hit = (np.cumsum(counts, axis=0) >= threshold.ravel()).any(axis=(1, 2))
+        end = int(hit.argmax()) + 1 if hit.any() else E
+        return states[:end]
+
+    def _update(self, states: np.ndarray) -> int:
+        """The server's update from one round's states; returns the numbers uploaded."""
+        mdp, M = self.mdp, self.M
+        H, S = mdp.H, mdp.S
+        pi = self.policy_
+        V = self.V_
+        i0 = self.i0
+        by_agent = states.transpose(1, 0, 2).reshape(-1, H + 1)  # agent-major visit order
+        uploads = 0
+        for h in range(H):
+            s_h = by_agent[:, h]
+            v_h = V[h + 1, by_agent[:, h + 1]]
+            per_agent = np.zeros((M, S), dtype=np.int64)
+            np.add.at(per_agent, (np.repeat(np.arange(M), states.shape[0]), s_h), 1)
+            for s in np.flatnonzero(per_agent.sum(0)):
+                a = int(pi[h, s])
+                values = v_h[s_h == s]
+                n, t0 = values.size, int(self.N_[h, s, a])
+                theta, keep, t = _theta(t0, n, H)
+                self.sum_v_[h, s, a] += values.sum()
+                self.sum_v2_[h, s, a] += (values**2).sum()
+                bonus = self._bonus(h, s, a, t, values)
+                r = mdp.R[h, s, a]
+                if t0 < i0:  # Case 1: sequential
+                    self.Q_[h, s, a] = keep * self.Q_[h, s, a] + theta @ (r + values + bonus)
+                    uploads += int(per_agent[:, s].sum()) + 2 * int((per_agent[:, s] > 0).sum())
+                else:  # Case 2: aggregated
+                    weight = theta.sum()
+                    self.Q_[h, s, a] = (
+                        keep * self.Q_[h, s, a] + weight * (r + values.mean()) + theta @ bonus
+                    )
+                    uploads += self.uploads_per_triple * int((per_agent[:, s] > 0).sum())
+                self.N_[h, s, a] += n
+        self.V_[:H] = np.minimum(H, self.Q_.max(2))
+        return uploads
+
+    def run(self, T: int) -> RunResult:
+        """Learn from scratch for ``T`` episodes per agent.
+
+        Returns
+        -------
+        RunResult
+            Rounds, exact per-round regret and uploads; the final Q, V, N and policy stay
+            on the learner (``Q_``, ``V_``, ``N_``, ``policy_``).
+        """
+        check_scalar(T, "T", low=1, integer=True)
+        self._reset(T)
+        episodes, regrets, uploads = [], [], []
+        done, sent = 0, 0
+        cache: dict[bytes, float] = {}
+        while done < T:
+            pi = self.policy_
+            key = pi.tobytes()
+            if key not in cache:
+                cache[key] = self.mdp.regret(pi)
+            states = self._round(T - done)
+            sent += self._update(states)
+            done += states.shape[0]
+            episodes.append(done)
+            regrets.append(cache[key])
+            uploads.append(sent)
+        return RunResult(
+            self.M, np.array(episodes), np.array(regrets), np.array(uploads, dtype=np.int64)
+        )
+
+
+class FedQHoeffding(_FederatedQ):
+    r"""FedQ-Hoeffding: federated optimistic Q-learning with the bonus
+    :math:`b_t = c \sqrt{H^3 \iota / t}`.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    M : int, default=10
+        Agents.
+    c : float, default=1.0
+        Bonus constant (the papers' unspecified absolute constant).
+    p : float, default=0.01
+        Failure probability in :math:`\iota`.
+    seed : int, default=0
+    sync : {"rule", "episode"}, default="rule"
+        ``"rule"``: the paper's round-ending rule; ``"episode"``: a round after every
+        episode (with ``M=1`` this is UCB-Hoeffding).
+    iota : float, optional
+        Override :math:`\iota` (default: the formula above, set by ``run(T)``).
+    i0 : int, optional
+        Visits of a triple before the server switches from Case 1 (sequential) to Case 2
+        (aggregated); default :math:`2 M H (H+1)`. ``0`` always aggregates.
+
+    Attributes
+    ----------
+    Q_, V_, N_ : numpy.ndarray
+        The server's estimates and visit counts after :meth:`run`.
+    """
+
+    def _bonus(self, h, s, a, t, values):
+        H = self.mdp.H
+        return self.c * np.sqrt(H**3 * self.iota_ / t)
+
+
+class FedQBernstein(_FederatedQ):
+    r"""FedQ-Bernstein: the variance-aware bonus of UCB-Bernstein (Jin et al. 2018),
+
+    .. math::
+
+        b_t = c \left( \min\left\{\sqrt{\frac{H \iota (W_t + H)}{t}},
+        \sqrt{\frac{H^3 \iota}{t}}\right\} + \frac{\sqrt{H^7 S A}\,\iota}{t} \right),
+
+    with :math:`W_t` the empirical variance of :math:`V_{h+1}(s')` over the first
+    :math:`t` visits: exact per visit in Case 1, and in Case 2 (where the server only
+    receives means of :math:`v` and :math:`v^2`) the variance at the round's end for every
+    visit of the round (our reading; the paper does not spell the aggregated bonus out).
+    Agents upload one more number per triple (the mean of :math:`v^2`). Parameters as
+    :class:`FedQHoeffding`.
+    """
+
+    uploads_per_triple = 4
+
+    def _bonus(self, h, s, a, t, values):
+        mdp = self.mdp
+        H, S, A = mdp.H, mdp.S, mdp.A
+        t0 = int(self.N_[h, s, a])
+        if t0 < self.i0:  # Case 1: per-visit running variance
+            prior_n, prior_v = t0, self.sum_v_[h, s, a] - values.sum()
+            prior_v2 = self.sum_v2_[h, s, a] - (values**2).sum()
+            sum_v = prior_v + np.cumsum(values)
+            sum_v2 = prior_v2 + np.cumsum(values**2)
+            count = prior_n + np.arange(1, values.size + 1)
+        else:
+            count = t0 + values.size
+            sum_v, sum_v2 = self.sum_v_[h, s, a], self.sum_v2_[h, s, a]
+        W = np.maximum(sum_v2 / count - (sum_v / count) ** 2, 0.0)
+        iota = self.iota_
+        variance_term = np.minimum(np.sqrt(H * iota * (W + H) / t), np.sqrt(H**3 * iota / t))
+        return self.c * (variance_term + math.sqrt(H**7 * S * A) * iota / t)
+
+
+class UCBHoeffding:
+    r"""UCB-Hoeffding Q-learning (Jin, Allen-Zhu, Bubeck & Jordan, NeurIPS 2018): one
+    agent, an update after every step,
+    :math:`Q_h(s,a) \leftarrow (1-\alpha_t) Q_h(s,a) + \alpha_t (r + V_{h+1}(s') + b_t)`,
+    :math:`b_t = c \sqrt{H^3 \iota / t}`, :math:`\iota = \log(S A H T / p)`.
+
+    A plain per-step loop, written independently of the federated learners (the
+    reference they are tested against).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    c, p, seed, iota
+        As :class:`FedQHoeffding`.
+    """
+
+    def __init__(
+        self,
+        mdp: TabularMDP,
+        *,
+        c: float = 1.0,
+        p: float = 0.01,
+        seed: int = 0,
+        iota: float | None = None,
+    ) -> None:
+        if not isinstance(mdp, TabularMDP):
+            raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+        check_scalar(c, "c", low=0.0)
+        check_scalar(p, "p", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        if iota is not None:
+            check_scalar(iota, "iota", low=0.0, low_inclusive=False)
+        self.mdp, self.c, self.p, self.seed, self.iota = mdp, c, p, seed, iota
+
+    def run(self, T: int) -> RunResult:
+        """``T`` episodes; each episode is one "round" of the result (per-episode
+        regret of the greedy policy at its start)."""
+        check_scalar(T, "T", low=1, integer=True)
+        mdp = self.mdp
+        H, S, A = mdp.H, mdp.S, mdp.A
+        iota = self.iota if self.iota is not None else math.log(S * A * H * T / self.p)
+        Q = np.full((H, S, A), float(H))
+        V = np.zeros((H + 1, S))
+        V[:H] = H
+        N = np.zeros((H, S, A), dtype=np.int64)
+        rng = np.random.default_rng(self.seed)
+        cdfs = np.cumsum(mdp.P, axis=-1)
+        regrets = np.empty(T)
+        cache: dict[bytes, float] = {}
+        for k in range(T):
+            pi = Q.argmax(2)
+            key = pi.tobytes()
+            if key not in cache:
+                cache[key] = mdp.regret(pi)
+            regrets[k] = cache[key]
+            s = mdp.s0
+            for h in range(H):
+                a = int(Q[h, s].argmax())
+                nxt = min(int((rng.random() > cdfs[h, s, a]).sum()), S - 1)
+                N[h, s, a] += 1
+                t = N[h, s, a]
+                alpha = (H + 1) / (H + t)
+                bonus = self.c * math.sqrt(H**3 * iota / t)
+                Q[h, s, a] = (1 - alpha) * Q[h, s, a] + alpha * (
+                    mdp.R[h, s, a] + V[h + 1, nxt] + bonus
+                )
+                V[h, s] = min(H, Q[h, s].max())
+                s = nxt
+        self.Q_, self.V_, self.N_ = Q, V, N
+        return RunResult(
+            1, np.arange(1, T + 1), regrets, np.zeros(T, dtype=np.int64), federated=False
+        )
