@@ -11,5 +11,9 @@ METHOD = Method(
     summary="FedQ-Hoeffding / FedQ-Bernstein with exact regret and communication counts",
     experiments={"log-regret": "fedq_gap.experiments:LOG_REGRET"},
     status="available",
-    claim="to be measured",
+    claim=(
+        "mostly held: regret exponent 0.00-0.17 and falling, 8-9x lower per-agent regret "
+        "with M=10, rounds slope free of M; not yet log T for (5,3,2) with one agent at "
+        "1e6 episodes, and the slope grows with S and A at 1e5"
+    ),
 )

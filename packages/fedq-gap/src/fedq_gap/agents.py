@@ -103,16 +103,11 @@ class RunResult:
         return np.searchsorted(self.episodes, np.asarray(t), side="left") + 1
 
 
-def _theta(t0: int, n: int, H: int) -> tuple[np.ndarray, float, np.ndarray]:
-    """``(theta_t, prod_t (1 - alpha_t), t)`` for the visits ``t = t0+1 .. t0+n``."""
-    t = np.arange(t0 + 1, t0 + n + 1, dtype=np.float64)
-    alpha = (H + 1) / (H + t)
-    with np.errstate(divide="ignore"):
-        log_keep = np.log1p(-alpha)  # -inf at t = 1 (alpha_1 = 1)
-    suffix = np.concatenate([np.cumsum(log_keep[::-1])[::-1][1:], [0.0]])
-    theta = alpha * np.exp(suffix)
-    keep = float(np.exp(log_keep.sum()))
-    return theta, keep, t
+def _segment_cumsum(x: np.ndarray, start: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sums of ``x`` restarted at every segment ``start``."""
+    total = np.cumsum(x)
+    before = np.concatenate([[0.0], total])[start]
+    return total - before[seg]
 
 
 class _FederatedQ:
@@ -171,7 +166,9 @@ class _FederatedQ:
         (ties to the lowest action)."""
         return self.Q_.argmax(2)
 
-    def _bonus(self, h, s, a, t, values) -> np.ndarray:
+    def _bonus(self, t: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """Bonus ``b_t`` per visit; ``W`` the empirical variance of ``V_{h+1}`` the visit
+        sees (used by the Bernstein bonus only)."""
         raise NotImplementedError
 
     # -- one round ---------------------------------------------------------------------
@@ -188,61 +185,97 @@ class _FederatedQ:
         return states
 
     def _round(self, remaining: int) -> np.ndarray:
-        """Simulate one round; its episodes' states ``(E, M, H + 1)``."""
+        """Simulate one round; its episodes' states ``(E, M, H + 1)``.
+
+        Episodes are simulated in chunks of doubling size (1, 2, 4, ...) until one agent
+        reaches a threshold; episodes simulated past the trigger are discarded unseen, so
+        the work is at most about twice the round's length.
+        """
         mdp, M = self.mdp, self.M
         H, S = mdp.H, mdp.S
         pi = self.policy_
         rows = np.arange(S)
         n_pi = self.N_[np.arange(H)[:, None], rows[None], pi]  # (H, S)
-        threshold = np.maximum(1, n_pi // (M * H * (H + 1)))
+        threshold = np.maximum(1, n_pi // (M * H * (H + 1))).ravel()
         # every episode visits (0, s0): the round is over after that many episodes at most
-        longest = 1 if self.sync == "episode" else int(threshold[0, mdp.s0])
-        E = min(remaining, longest)
-        states = self._episodes(pi, E)
-        if self.sync == "episode" or E == 1:
-            return states
-        flat = np.arange(H)[None, None, :] * S + states[:, :, :H]  # (E, M, H)
-        index = (np.arange(E)[:, None, None] * M + np.arange(M)[None, :, None]) * (H * S) + flat
-        counts = np.bincount(index.ravel(), minlength=E * M * H * S).reshape(E, M, H * S)
-        hit = (np.cumsum(counts, axis=0) >= threshold.ravel()).any(axis=(1, 2))
-        end = int(hit.argmax()) + 1 if hit.any() else E
-        return states[:end]
+        longest = 1 if self.sync == "episode" else int(threshold[mdp.s0])
+        longest = min(remaining, longest)
+        pieces, carried, done, chunk = [], np.zeros((M, H * S), dtype=np.int64), 0, 1
+        while done < longest:
+            E = min(chunk, longest - done)
+            states = self._episodes(pi, E)
+            if self.sync == "episode" or longest == 1:
+                return states
+            flat = np.arange(H)[None, None, :] * S + states[:, :, :H]  # (E, M, H)
+            index = (np.arange(E)[:, None, None] * M + np.arange(M)[None, :, None]) * (H * S) + flat
+            counts = np.bincount(index.ravel(), minlength=E * M * H * S).reshape(E, M, H * S)
+            cumulative = carried + np.cumsum(counts, axis=0)
+            hit = (cumulative >= threshold).any(axis=(1, 2))
+            if hit.any():
+                pieces.append(states[: int(hit.argmax()) + 1])
+                break
+            pieces.append(states)
+            carried, done, chunk = cumulative[-1], done + E, 2 * chunk
+        return np.concatenate(pieces)
 
     def _update(self, states: np.ndarray) -> int:
-        """The server's update from one round's states; returns the numbers uploaded."""
+        """The server's update from one round's states; returns the numbers uploaded.
+
+        Vectorized over all visited triples: the visits are sorted by triple (stable, so
+        agent-major within a triple) and every per-visit quantity is computed in one
+        pass, with segment sums for the products and weights.
+        """
         mdp, M = self.mdp, self.M
         H, S = mdp.H, mdp.S
         pi = self.policy_
-        V = self.V_
-        i0 = self.i0
-        by_agent = states.transpose(1, 0, 2).reshape(-1, H + 1)  # agent-major visit order
-        uploads = 0
-        for h in range(H):
-            s_h = by_agent[:, h]
-            v_h = V[h + 1, by_agent[:, h + 1]]
-            per_agent = np.zeros((M, S), dtype=np.int64)
-            np.add.at(per_agent, (np.repeat(np.arange(M), states.shape[0]), s_h), 1)
-            for s in np.flatnonzero(per_agent.sum(0)):
-                a = int(pi[h, s])
-                values = v_h[s_h == s]
-                n, t0 = values.size, int(self.N_[h, s, a])
-                theta, keep, t = _theta(t0, n, H)
-                self.sum_v_[h, s, a] += values.sum()
-                self.sum_v2_[h, s, a] += (values**2).sum()
-                bonus = self._bonus(h, s, a, t, values)
-                r = mdp.R[h, s, a]
-                if t0 < i0:  # Case 1: sequential
-                    self.Q_[h, s, a] = keep * self.Q_[h, s, a] + theta @ (r + values + bonus)
-                    uploads += int(per_agent[:, s].sum()) + 2 * int((per_agent[:, s] > 0).sum())
-                else:  # Case 2: aggregated
-                    weight = theta.sum()
-                    self.Q_[h, s, a] = (
-                        keep * self.Q_[h, s, a] + weight * (r + values.mean()) + theta @ bonus
-                    )
-                    uploads += self.uploads_per_triple * int((per_agent[:, s] > 0).sum())
-                self.N_[h, s, a] += n
+        by_agent = states.transpose(1, 0, 2)  # (M, E, H + 1): agent-major visit order
+        steps = np.broadcast_to(np.arange(H), by_agent[:, :, :H].shape)
+        key = (steps * S + by_agent[:, :, :H]).ravel()
+        values = self.V_[steps + 1, by_agent[:, :, 1:]].ravel()
+        agent = np.broadcast_to(np.arange(M)[:, None, None], steps.shape).ravel()
+        order = np.argsort(key, kind="stable")
+        key, values, agent = key[order], values[order], agent[order]
+        triples, start, n = np.unique(key, return_index=True, return_counts=True)
+        h, s = triples // S, triples % S
+        a = pi[h, s]
+        t0 = self.N_[h, s, a]
+        seg = np.repeat(np.arange(triples.size), n)
+        t = (t0[seg] + np.arange(key.size) - start[seg] + 1).astype(np.float64)
+        alpha = (H + 1) / (H + t)
+        first = t == 1  # alpha_1 = 1: the product over a segment holding it is 0
+        log_keep = np.log1p(-np.where(first, 0.0, alpha))
+        running = _segment_cumsum(log_keep, start, seg)
+        seg_total = running[start + n - 1]
+        theta = alpha * np.exp(seg_total[seg] - running)
+        keep = np.where(t0 == 0, 0.0, np.exp(seg_total))
+        # empirical variance of V_{h+1} per visit (Case 1) or at the round's end (Case 2)
+        case1 = t0 < self.i0
+        prior_v, prior_v2 = self.sum_v_[h, s, a], self.sum_v2_[h, s, a]
+        sum_v = prior_v[seg] + _segment_cumsum(values, start, seg)
+        sum_v2 = prior_v2[seg] + _segment_cumsum(values**2, start, seg)
+        end_v, end_v2 = sum_v[start + n - 1], sum_v2[start + n - 1]
+        count = np.where(case1[seg], t, (t0 + n)[seg].astype(np.float64))
+        mean = np.where(case1[seg], sum_v, end_v[seg]) / count
+        mean2 = np.where(case1[seg], sum_v2, end_v2[seg]) / count
+        bonus = self._bonus(t, np.maximum(mean2 - mean**2, 0.0))
+        weight = np.add.reduceat(theta, start)
+        weighted_v = np.add.reduceat(theta * values, start)
+        mean_v = np.add.reduceat(values, start) / n
+        r = mdp.R[h, s, a]
+        self.Q_[h, s, a] = (
+            keep * self.Q_[h, s, a]
+            + weight * r
+            + np.where(case1, weighted_v, weight * mean_v)
+            + np.add.reduceat(theta * bonus, start)
+        )
+        self.N_[h, s, a] += n
+        self.sum_v_[h, s, a], self.sum_v2_[h, s, a] = end_v, end_v2
         self.V_[:H] = np.minimum(H, self.Q_.max(2))
-        return uploads
+        new_agent = np.ones(key.size, dtype=np.int64)
+        new_agent[1:] = (agent[1:] != agent[:-1]) | (seg[1:] != seg[:-1])
+        agents = np.add.reduceat(new_agent, start)
+        uploads = np.where(case1, n + 2 * agents, self.uploads_per_triple * agents)
+        return int(uploads.sum())
 
     def run(self, T: int) -> RunResult:
         """Learn from scratch for ``T`` episodes per agent.
@@ -303,9 +336,8 @@ class FedQHoeffding(_FederatedQ):
         The server's estimates and visit counts after :meth:`run`.
     """
 
-    def _bonus(self, h, s, a, t, values):
-        H = self.mdp.H
-        return self.c * np.sqrt(H**3 * self.iota_ / t)
+    def _bonus(self, t, W):
+        return self.c * np.sqrt(self.mdp.H**3 * self.iota_ / t)
 
 
 class FedQBernstein(_FederatedQ):
@@ -326,20 +358,9 @@ class FedQBernstein(_FederatedQ):
 
     uploads_per_triple = 4
 
-    def _bonus(self, h, s, a, t, values):
+    def _bonus(self, t, W):
         mdp = self.mdp
         H, S, A = mdp.H, mdp.S, mdp.A
-        t0 = int(self.N_[h, s, a])
-        if t0 < self.i0:  # Case 1: per-visit running variance
-            prior_n, prior_v = t0, self.sum_v_[h, s, a] - values.sum()
-            prior_v2 = self.sum_v2_[h, s, a] - (values**2).sum()
-            sum_v = prior_v + np.cumsum(values)
-            sum_v2 = prior_v2 + np.cumsum(values**2)
-            count = prior_n + np.arange(1, values.size + 1)
-        else:
-            count = t0 + values.size
-            sum_v, sum_v2 = self.sum_v_[h, s, a], self.sum_v2_[h, s, a]
-        W = np.maximum(sum_v2 / count - (sum_v / count) ** 2, 0.0)
         iota = self.iota_
         variance_term = np.minimum(np.sqrt(H * iota * (W + H) / t), np.sqrt(H**3 * iota / t))
         return self.c * (variance_term + math.sqrt(H**7 * S * A) * iota / t)
