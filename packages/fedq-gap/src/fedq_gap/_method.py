@@ -12,7 +12,7 @@ METHOD = Method(
     experiments={"log-regret": "fedq_gap.experiments:LOG_REGRET"},
     status="available",
     claim=(
-        "mostly held: regret exponent 0.00-0.17 and falling, 8-9x lower per-agent regret "
+        "mostly held: regret exponent 0.00-0.18 and falling, 7-8x lower per-agent regret "
         "with M=10, rounds slope free of M; not yet log T for (5,3,2) with one agent at "
         "1e6 episodes, and the slope grows with S and A at 1e5"
     ),
