@@ -101,3 +101,20 @@ def test_degenerate_domain_is_rejected():
 def test_inconsistent_psi_dpsi_is_rejected():
     with pytest.raises(ValueError, match=r"psi_dpsi .* must return \(psi\(t\), dpsi\(t\)\)"):
         Divergence("bad", psi=np.exp, dpsi=np.exp, psi_dpsi=lambda t: (np.exp(t), 2 * np.exp(t)))
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "match"),
+    [
+        ("marginal_error", (np.array([[np.nan, 0.5], [0.25, 0.25]]), A, B), "plan must be finite"),
+        ("marginal_error", (np.full((2, 2), 0.25), np.array([np.inf, 0.5]), B), "a must be finite"),
+        ("primal_objective", (np.array([[np.nan, 0.5], [0.25, 0.25]]), C), "plan must be finite"),
+        ("primal_objective", (-np.full((2, 2), 0.25), C), "plan must be non-negative"),
+        ("primal_objective", (np.full((2, 2), 0.25), np.ones((3, 3))), r"C must have shape"),
+    ],
+)
+def test_objectives_refuse_a_nan_plan(fn, args, match):
+    import gsb_sinkhorn
+
+    with pytest.raises(ValueError, match=match):
+        getattr(gsb_sinkhorn, fn)(*args)

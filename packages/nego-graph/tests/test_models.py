@@ -212,3 +212,36 @@ def test_bad_input(small):
 def test_meaningless_sizes_are_refused_naming_the_argument(model, kwargs, error, match):
     with pytest.raises(error, match=match):
         model(**{"in_dim": 3, "n_classes": 2, **kwargs})
+
+
+def test_bad_graphs_at_predict_and_explain_are_refused_naming_the_field(small):
+    trainer = Trainer(NeGo(N_FEATURES, 3, hidden=16), epochs=1)
+    g = small.train[0]
+    nan = g.x.clone()
+    nan[0, 0] = float("nan")
+    cases = [
+        (Data(x=nan, edge_index=g.edge_index, y=g.y), "x must be finite"),
+        (Data(x=g.x.long(), edge_index=g.edge_index, y=g.y), "x must be floating point"),
+        (Data(x=g.x, edge_index=g.edge_index + g.num_nodes, y=g.y), "edge_index must index"),
+        (Data(x=g.x, edge_index=g.edge_index.float(), y=g.y), "edge_index must be a"),
+    ]
+    for graph, match in cases:
+        with pytest.raises(ValueError, match=match):
+            trainer.predict([Batch.from_data_list([graph])])
+        with pytest.raises(ValueError, match=match):
+            trainer.explain(graph)
+    out_of_range = Data(x=g.x, edge_index=g.edge_index, y=torch.tensor([7]))
+    with pytest.raises(ValueError, match=r"labels y must be in 0\.\.2"):
+        trainer.accuracy([Batch.from_data_list([out_of_range])])
+    floats = Data(x=g.x, edge_index=g.edge_index, y=g.y.float())
+    with pytest.raises(ValueError, match="integer class indices"):
+        trainer.fit([Batch.from_data_list([floats])], [Batch.from_data_list([g])])
+
+
+def test_float64_features_are_cast_to_the_models_dtype(small):
+    trainer = Trainer(NeGo(N_FEATURES, 3, hidden=16), epochs=1)
+    batch = Batch.from_data_list(small.test[:4])
+    double = batch.clone()
+    double.x = double.x.double()
+    torch.testing.assert_close(trainer.predict([double]), trainer.predict([batch]))
+    assert double.x.dtype == torch.float64  # the caller's batch is left as it was

@@ -181,3 +181,26 @@ def test_bad_arguments(fitted):
         OTP(hidden=())
     with pytest.raises(ValueError, match="tau"):
         OTP(tau=0.0)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda est: est.update(noise_scale=float("nan")), "noise_scale must be a finite"),
+        (lambda est: est.update(noise_scale=-1.0), "noise_scale must be a finite"),
+        (lambda est: est.update(step="3"), "step must be an integer"),
+        (lambda est: est.pop("schedule"), r"missing estimator keys \['schedule'\]"),
+    ],
+)
+def test_a_tampered_config_is_refused_naming_the_file(fitted, tmp_path, edit, match):
+    import json
+
+    folder = tmp_path / "m"
+    fitted.save_pretrained(folder)
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text(), parse_constant=float)
+    edit(config["estimator"])
+    config_file.write_text(json.dumps(config))  # NaN is written as the JSON token NaN
+    with pytest.raises(ValueError, match=match) as err:
+        OTP.from_pretrained(folder)
+    assert str(config_file) in str(err.value)

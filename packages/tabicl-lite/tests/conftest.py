@@ -22,3 +22,9 @@ TINY = TabICLConfig(
 def tiny_model_path(tmp_path_factory):
     torch.manual_seed(0)
     return TabICL(TINY).save_pretrained(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture
+def tiny_config():
+    """The tiny architecture of ``tiny_model_path``."""
+    return TINY

@@ -141,6 +141,8 @@ def test_bad_input_at_predict_and_bad_parameters(clf, data):
         ({"n_estimators": 0}, "n_estimators"),
         ({"norm_methods": ("zscore",)}, "norm_methods"),
         ({"softmax_temperature": 0}, "softmax_temperature"),
+        ({"softmax_temperature": float("inf")}, "softmax_temperature"),
+        ({"softmax_temperature": float("nan")}, "softmax_temperature"),
         ({"categorical_features": [9]}, "categorical_features"),
         ({"model_path": "/nonexistent"}, "model_path"),
     ]:
@@ -197,3 +199,22 @@ def test_parameters_are_keyword_only_and_validated_the_scikit_learn_way(tiny_mod
     ]:
         with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of TabICLClassifier"):
             TabICLClassifier(model_path=tiny_model_path, **params).fit(X, y)
+
+
+def test_load_model_reloads_a_checkpoint_saved_again_in_place(tmp_path, tiny_config):
+    import torch
+
+    from tabicl_lite import TabICL, load_model
+
+    folder = tmp_path / "model"
+    torch.manual_seed(0)
+    TabICL(tiny_config).save_pretrained(folder)
+    first = load_model(folder, device="cpu")
+    assert load_model(folder, device="cpu") is first  # cached while the files are the same
+    torch.manual_seed(1)
+    TabICL(tiny_config).save_pretrained(folder, overwrite=True)
+    second = load_model(folder, device="cpu")
+    assert second is not first
+    want = TabICL.from_pretrained(folder).state_dict()
+    for key, value in second.state_dict().items():
+        assert torch.equal(value, want[key])

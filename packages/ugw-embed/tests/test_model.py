@@ -201,3 +201,25 @@ def test_complex_input_is_refused_not_truncated():
         JointEmbedding(grid=4, seed=0).fit(X, X + 1j)
     with pytest.raises(TypeError, match="E1 must be real"):
         foscttm(X + 1j, X)
+
+
+def test_gw_baseline_refuses_bad_input_naming_the_argument():
+    from ugw_embed import gw_barycentric_alignment
+
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.normal(size=(20, 3)), rng.normal(size=(25, 2))
+    nan = X1.copy()
+    nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X1 must be finite"):
+        gw_barycentric_alignment(nan, X2)
+    with pytest.raises(TypeError, match="X2 must be real"):
+        gw_barycentric_alignment(X1, X2 + 1j)
+    with pytest.raises(ValueError, match="X2 must hold at least two distinct points"):
+        gw_barycentric_alignment(X1, np.ones((5, 2)))
+    with pytest.raises(ValueError, match="X1 must be 2-dimensional"):
+        gw_barycentric_alignment(X1[:, 0], X2)
+    with pytest.raises(TypeError, match="max_iter must be an integer"):
+        gw_barycentric_alignment(X1, X2, max_iter=2.5)
+    E1, _, G = gw_barycentric_alignment(X1, X2, epsilon=5e-2)
+    assert np.isfinite(E1).all() and E1.shape == (20, 2)
+    np.testing.assert_allclose(G.sum(), 1.0, rtol=1e-6)

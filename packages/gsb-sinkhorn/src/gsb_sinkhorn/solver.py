@@ -557,9 +557,9 @@ def marginal_error(plan: Any, a: Any, b: Any, norm: float = 1) -> float:
         The vector norm's order (1, 2 or ``inf``).
     """
     plan, a, b = list_to_array(plan, a, b)
-    check_array(plan, "plan", ndim=2, finite=False)
-    check_array(a, "a", shape=(plan.shape[0],), finite=False)
-    check_array(b, "b", shape=(plan.shape[1],), finite=False)
+    check_array(plan, "plan", ndim=2)
+    check_array(a, "a", shape=(plan.shape[0],))
+    check_array(b, "b", shape=(plan.shape[1],))
     nx = get_backend(plan, a, b)
     r = nx.to_numpy(nx.sum(plan, axis=1) - a)
     c = nx.to_numpy(nx.sum(plan, axis=0) - b)
@@ -618,6 +618,8 @@ def primal_objective(
     Entries with :math:`R_{ij} = 0` must have :math:`\pi_{ij} = 0` and contribute nothing.
     """
     plan, C = list_to_array(plan, C)
+    check_array(plan, "plan", ndim=2, nonnegative=True)
+    check_array(C, "C", shape=tuple(plan.shape))
     div = get_divergence(divergence)
     if div.phi is None:
         raise ValueError(f"divergence {div.name!r} has no phi: pass phi= to compute the primal")
@@ -627,6 +629,7 @@ def primal_objective(
         ent = nx.sum(div.phi(plan))
     else:
         R = list_to_array(R)
+        check_array(R, "R", shape=tuple(plan.shape), nonnegative=True)
         pos = R > 0
         ratio = plan / nx.where(pos, R, nx.ones(R.shape, type_as=R))
         ent = nx.sum(nx.where(pos, R * div.phi(ratio), nx.zeros(R.shape, type_as=R)))

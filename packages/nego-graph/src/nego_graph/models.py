@@ -93,7 +93,7 @@ class GNNClassifier(nn.Module, PretrainedModelMixin):
         _check_sizes(in_dim, n_classes, hidden, layers, dropout, pool)
         check_choice(penalty, "penalty", PENALTIES)
         check_scalar(penalty_weight, "penalty_weight", low=0.0)
-        self.in_dim = int(in_dim)
+        self.in_dim, self.n_classes = int(in_dim), int(n_classes)
         self.encoder = GNNEncoder(in_dim, hidden, layers, dropout)
         self.pool = POOLS[pool]
         self.head = mlp([hidden, hidden, n_classes])
@@ -146,7 +146,7 @@ class SubgraphModel(nn.Module, PretrainedModelMixin):
         check_choice(mask, "mask", ("soft", "topr"))
         check_scalar(ratio, "ratio", low=0.0, high=1.0, low_inclusive=False)
         check_scalar(beta, "beta", low=0.0)
-        self.in_dim, self.hidden = int(in_dim), int(hidden)
+        self.in_dim, self.hidden, self.n_classes = int(in_dim), int(hidden), int(n_classes)
         self.extractor = GNNEncoder(in_dim, hidden, layers, dropout)
         self.scorer = mlp([2 * hidden, hidden, 1])
         self.classifier = GNNEncoder(in_dim, hidden, layers, dropout)

@@ -135,6 +135,18 @@ class Trainer:
                 f"node features must have {in_dim} columns (the model's in_dim), "
                 f"got {batch.x.shape[1]}"
             )
+        n_classes = getattr(self.model, "n_classes", None)
+        if need_y and n_classes is not None:
+            y = batch.y.view(-1)
+            if int(y.min()) < 0 or int(y.max()) >= n_classes:
+                raise ValueError(
+                    f"labels y must be in 0..{n_classes - 1} (the model's n_classes), got "
+                    f"{int(y.min())}..{int(y.max())}"
+                )
+        dtype = next(self.model.parameters()).dtype
+        if batch.x.dtype != dtype:  # e.g. float64 features from NumPy: the model's dtype
+            batch = batch.clone()
+            batch.x = batch.x.to(dtype)
         return batch.to(self.device)
 
     def explain(self, graph: Data) -> torch.Tensor:
@@ -217,8 +229,25 @@ def _check_graph(g: Data, need_y: bool = True) -> Data:
 def _check_batch(b, need_y: bool = True):
     if need_y and (getattr(b, "y", None) is None or b.y.numel() != b.num_graphs):
         raise ValueError("every graph must have a label y")
-    if b.edge_index.numel() == 0:
+    if b.edge_index is None or b.edge_index.numel() == 0:
         raise ValueError("graphs must have edges (edge_index is empty)")
     if b.x is None:
         raise ValueError("graphs must have node features x")
+    if not b.x.is_floating_point():
+        raise ValueError(f"node features x must be floating point, got dtype {b.x.dtype}")
+    if not bool(torch.isfinite(b.x).all()):
+        raise ValueError("node features x must be finite (no NaN or inf)")
+    ei = b.edge_index
+    if ei.dim() != 2 or ei.shape[0] != 2 or ei.dtype != torch.long:
+        raise ValueError(
+            f"edge_index must be a (2, n_edges) int64 tensor, got shape {tuple(ei.shape)} "
+            f"dtype {ei.dtype}"
+        )
+    if int(ei.min()) < 0 or int(ei.max()) >= b.x.shape[0]:
+        raise ValueError(
+            f"edge_index must index nodes 0..{b.x.shape[0] - 1}, got values "
+            f"{int(ei.min())}..{int(ei.max())}"
+        )
+    if need_y and b.y.is_floating_point():
+        raise ValueError(f"labels y must be integer class indices, got dtype {b.y.dtype}")
     return b

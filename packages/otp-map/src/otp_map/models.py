@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from icml25_core import check_choice, check_scalar, make_progress, select_device
-from icml25_core.hub import atomic_directory
+from icml25_core.hub import CONFIG_NAME, atomic_directory
 
 from . import checkpoint
 from .costs import Cost, QuadraticCost, check_cost
@@ -457,6 +457,7 @@ class NeuralOT:
         dev = torch.device(select_device(device))
         nets = TransportNetworks.from_pretrained(path, map_location=str(dev))
         config = nets.estimator
+        _check_estimator_config(config, Path(path) / CONFIG_NAME)
         classes = {c.__name__: c for c in (SemiDualOT, OTP)}
         name = config.get("class")
         if name not in classes or not issubclass(classes[name], cls):
@@ -622,3 +623,26 @@ class OTP(NeuralOT):
     @classmethod
     def _from_config(cls, params, schedule):
         return cls(schedule=schedule, **params)
+
+
+def _check_estimator_config(config: Any, where: Path) -> None:
+    """The estimator part of a saved config: every key present, ``noise_scale`` finite
+    and non-negative, ``step`` a non-negative integer; errors name the file."""
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: 'estimator' must be a JSON object, got {type(config).__name__}")
+    missing = [
+        k for k in ("class", "cost", "params", "schedule", "noise_scale", "step") if k not in config
+    ]
+    if missing:
+        raise ValueError(f"{where} is missing estimator keys {missing}")
+    noise = config["noise_scale"]
+    if (
+        isinstance(noise, bool)
+        or not isinstance(noise, int | float)
+        or not math.isfinite(noise)
+        or noise < 0
+    ):
+        raise ValueError(f"{where}: noise_scale must be a finite number >= 0, got {noise!r}")
+    step = config["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"{where}: step must be an integer >= 0, got {step!r}")

@@ -19,6 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from icml25_core import select_device
+from icml25_core.hub import CONFIG_NAME, WEIGHTS_NAME
 
 from .hierarchy import build_tree, tree_log_proba
 from .model import TabICL
@@ -33,8 +34,20 @@ def shipped_checkpoint_path() -> Path:
         return Path(path)
 
 
+def _identity(folder: Path) -> tuple:
+    """What the cache keys a checkpoint on: its resolved path and each file's size and
+    modification time, so a checkpoint rewritten in place is loaded again."""
+    stats = []
+    for name in (CONFIG_NAME, WEIGHTS_NAME):
+        file = folder / name
+        if file.exists():
+            st = file.stat()
+            stats.append((name, st.st_size, st.st_mtime_ns))
+    return (str(folder.resolve()), tuple(stats))
+
+
 @functools.lru_cache(maxsize=8)
-def _load(path: str, device: str) -> TabICL:
+def _load(path: str, device: str, identity: tuple) -> TabICL:
     model = TabICL.from_pretrained(path, map_location=device)
     for p in model.parameters():
         p.requires_grad_(False)
@@ -42,7 +55,9 @@ def _load(path: str, device: str) -> TabICL:
 
 
 def load_model(model_path: str | Path | None = None, device: str | None = None) -> TabICL:
-    """Load a TabICL checkpoint folder (the shipped one by default), cached per process.
+    """Load a TabICL checkpoint folder (the shipped one by default), cached per process
+    by the folder and its files' sizes and modification times (a checkpoint saved again
+    in place is reloaded).
 
     The returned model is shared and frozen; it is in eval mode and must not be trained.
     """
@@ -52,7 +67,7 @@ def load_model(model_path: str | Path | None = None, device: str | None = None) 
             f"model_path must be a checkpoint folder (config.json + model.safetensors), "
             f"got {str(path)!r}"
         )
-    return _load(str(path.resolve()), select_device(device))
+    return _load(str(path.resolve()), select_device(device), _identity(path))
 
 
 class TabICLClassifier(ClassifierMixin, BaseEstimator):

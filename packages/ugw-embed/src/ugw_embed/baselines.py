@@ -8,7 +8,7 @@ import numpy as np
 import ot
 from scipy.spatial.distance import cdist
 
-from icml25_core import check_scalar
+from icml25_core import as_float_array, check_scalar
 
 __all__ = ["gw_barycentric_alignment"]
 
@@ -30,12 +30,22 @@ def gw_barycentric_alignment(
     coupling : numpy.ndarray, shape (n1, n2)
     """
     check_scalar(epsilon, "epsilon", low=0.0, low_inclusive=False)
-    X1, X2 = np.asarray(X1, dtype=float), np.asarray(X2, dtype=float)
+    check_scalar(max_iter, "max_iter", low=1, integer=True)
+    X1, X2 = as_float_array(X1, "X1", ndim=2), as_float_array(X2, "X2", ndim=2)
     d1, d2 = cdist(X1, X1), cdist(X2, X2)
+    for name, d in (("X1", d1), ("X2", d2)):
+        if d.max() == 0:
+            raise ValueError(f"{name} must hold at least two distinct points")
     d1, d2 = d1 / d1.max(), d2 / d2.max()
     p, q = ot.unif(X1.shape[0]), ot.unif(X2.shape[0])
     G = ot.gromov.entropic_gromov_wasserstein(
         d1, d2, p, q, "square_loss", epsilon=epsilon, max_iter=max_iter, tol=1e-9
     )
-    E1 = (G @ X2) / G.sum(1, keepdims=True)
+    mass = G.sum(1, keepdims=True)
+    if not np.isfinite(G).all() or (mass <= 0).any():
+        raise FloatingPointError(
+            f"the entropic GW coupling underflowed at epsilon={epsilon} (NaN or empty rows); "
+            "raise epsilon"
+        )
+    E1 = (G @ X2) / mass
     return E1, X2, G
