@@ -245,3 +245,21 @@ def test_float64_features_are_cast_to_the_models_dtype(small):
     double.x = double.x.double()
     torch.testing.assert_close(trainer.predict([double]), trainer.predict([batch]))
     assert double.x.dtype == torch.float64  # the caller's batch is left as it was
+
+
+def test_importing_the_package_shows_no_dependency_deprecation_notice():
+    import subprocess
+    import sys
+
+    code = (
+        "import nego_graph\n"
+        "nego_graph.NeGo, nego_graph.Trainer, nego_graph.SpuriousMotif\n"
+        "import nego_graph.experiments\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-W", "error::FutureWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr

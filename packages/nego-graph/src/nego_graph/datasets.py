@@ -25,10 +25,14 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 import torch
-from torch_geometric.data import Data
-from torch_geometric.transforms import AddRandomWalkPE
 
 from icml25_core import check_choice, check_scalar
+
+from ._compat import quiet_pyg_import
+
+with quiet_pyg_import():  # PyG's import calls the deprecated torch.jit.script
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import AddRandomWalkPE
 
 MOTIFS = ("cycle", "house", "grid")
 BASES = ("circular-ladder", "ladder", "wheel")

@@ -19,13 +19,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch_geometric.loader import DataLoader
 
 from icml25_core import Experiment, Row, Verdict, grouped_bars, mean_metric
 
+from ._compat import quiet_pyg_import
 from .datasets import N_FEATURES, SpuriousMotif
 from .models import ERM, GSAT, IRM, NeGo, VREx
 from .trainer import Trainer
+
+with quiet_pyg_import():  # PyG's import calls the deprecated torch.jit.script
+    from torch_geometric.loader import DataLoader
 
 METHOD = "NeGo"
 ABLATION = "NeGo w/o negative inference"

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch_geometric.nn import MessagePassing, global_add_pool, global_mean_pool
 
 from icml25_core import check_choice
+
+from ._compat import quiet_pyg_import
+
+with quiet_pyg_import():  # PyG's import calls the deprecated torch.jit.script
+    from torch_geometric.nn import MessagePassing, global_add_pool, global_mean_pool
 
 POOLS = {"mean": global_mean_pool, "add": global_add_pool}
 

@@ -40,12 +40,15 @@ import math
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch_geometric.utils import scatter
 
 from icml25_core import check_choice, check_scalar
 from icml25_core.hub import PretrainedModelMixin
 
+from ._compat import quiet_pyg_import
 from .layers import POOLS, GNNEncoder, edge_mask, grad_reverse, mlp
+
+with quiet_pyg_import():  # PyG's import calls the deprecated torch.jit.script
+    from torch_geometric.utils import scatter
 
 PENALTIES = (None, "irm", "vrex")
 

@@ -9,12 +9,15 @@ import math
 from pathlib import Path
 
 import torch
-from torch_geometric.data import Batch, Data
 
 from icml25_core import check_scalar, make_progress, select_device
 from icml25_core.hub import atomic_directory
 
+from ._compat import quiet_pyg_import
 from .models import MODEL_CLASSES
+
+with quiet_pyg_import():  # PyG's import calls the deprecated torch.jit.script
+    from torch_geometric.data import Batch, Data
 
 TRAINER_NAME = "trainer.json"
 
