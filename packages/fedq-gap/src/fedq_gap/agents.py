@@ -110,6 +110,17 @@ def _segment_cumsum(x: np.ndarray, start: np.ndarray, seg: np.ndarray) -> np.nda
     return total - before[seg]
 
 
+def _check_learner(mdp, c, p, iota) -> None:
+    """The settings every learner here shares: the MDP, the bonus constant, the failure
+    probability and an optional iota."""
+    if not isinstance(mdp, TabularMDP):
+        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    check_scalar(c, "c", low=0.0)
+    check_scalar(p, "p", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    if iota is not None:
+        check_scalar(iota, "iota", low=0.0, low_inclusive=False)
+
+
 class _FederatedQ:
     """Shared simulation and server of FedQ-Hoeffding and FedQ-Bernstein."""
 
@@ -127,16 +138,11 @@ class _FederatedQ:
         iota: float | None = None,
         i0: int | None = None,
     ) -> None:
-        if not isinstance(mdp, TabularMDP):
-            raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+        _check_learner(mdp, c, p, iota)
         check_scalar(M, "M", low=1, integer=True)
         if i0 is not None:
             check_scalar(i0, "i0", low=0, integer=True)
-        check_scalar(c, "c", low=0.0)
-        check_scalar(p, "p", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_choice(sync, "sync", ("rule", "episode"))
-        if iota is not None:
-            check_scalar(iota, "iota", low=0.0, low_inclusive=False)
         self.mdp, self.M, self.c, self.p, self.seed, self.sync = mdp, M, c, p, seed, sync
         self.iota = iota
         self.i0 = 2 * M * mdp.H * (mdp.H + 1) if i0 is None else i0
@@ -200,12 +206,12 @@ class _FederatedQ:
         # every episode visits (0, s0): the round is over after that many episodes at most
         longest = 1 if self.sync == "episode" else int(threshold[mdp.s0])
         longest = min(remaining, longest)
+        if longest == 1:
+            return self._episodes(pi, 1)
         pieces, carried, done, chunk = [], np.zeros((M, H * S), dtype=np.int64), 0, 1
         while done < longest:
             E = min(chunk, longest - done)
             states = self._episodes(pi, E)
-            if self.sync == "episode" or longest == 1:
-                return states
             flat = np.arange(H)[None, None, :] * S + states[:, :, :H]  # (E, M, H)
             index = (np.arange(E)[:, None, None] * M + np.arange(M)[None, :, None]) * (H * S) + flat
             counts = np.bincount(index.ravel(), minlength=E * M * H * S).reshape(E, M, H * S)
@@ -391,12 +397,7 @@ class UCBHoeffding:
         seed: int = 0,
         iota: float | None = None,
     ) -> None:
-        if not isinstance(mdp, TabularMDP):
-            raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
-        check_scalar(c, "c", low=0.0)
-        check_scalar(p, "p", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-        if iota is not None:
-            check_scalar(iota, "iota", low=0.0, low_inclusive=False)
+        _check_learner(mdp, c, p, iota)
         self.mdp, self.c, self.p, self.seed, self.iota = mdp, c, p, seed, iota
 
     def run(self, T: int) -> RunResult:

@@ -329,11 +329,11 @@ class EATA(_EntropyMethod):
         entropy = softmax_entropy(p)
         reliable = entropy < margin
         probs = p.softmax(1)
-        keep = reliable.clone()
-        if self.mean_probs is not None and bool(reliable.any()):
+        keep = reliable
+        if self.mean_probs is not None:
             cos = F.cosine_similarity(self.mean_probs[None], probs, dim=1)
-            keep &= cos.abs() < self.d_margin
-        selected = probs[keep if self.mean_probs is not None else reliable].detach()
+            keep = reliable & (cos.abs() < self.d_margin)
+        selected = probs[keep].detach()
         if selected.shape[0]:
             batch_mean = selected.mean(0)
             self.mean_probs = (
