@@ -1,0 +1,15 @@
+"""What les-lso tells the icml25 CLI (imported without torch)."""
+
+from icml25_core import Method
+
+METHOD = Method(
+    name="les-lso",
+    title="Mitigating over-exploration in latent space optimization using LES",
+    authors=("O. Ronen", "A. I. Humayun", "R. Baraniuk", "R. Balestriero", "B. Yu"),
+    venue="ICML 2025",
+    url="https://arxiv.org/abs/2406.09657",
+    summary="Latent Exploration Score: a differentiable decoder-Jacobian penalty that keeps latent optimization where the decoder is reliable",
+    experiments={"over-exploration": "les_lso.experiments:OVER_EXPLORATION"},
+    status="available",
+    claim="not measured yet",
+)

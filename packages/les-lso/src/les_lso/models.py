@@ -1,0 +1,375 @@
+"""Sequence VAEs whose decoders map a latent ``z`` to per-position logits.
+
+:class:`SequenceVAE` is the reference's expression/molecule VAE: a small convolutional
+encoder over one-hot sequences and one of two decoders,
+
+- :class:`GRUDecoder` (``decoder="gru"``): the reference's ``DecoderRNNGRU``. The
+  projected latent is the input of a stacked GRU at every step; each step's logits read
+  the GRU output and a projection of the previous step's softmax (no teacher forcing);
+- :class:`TransformerDecoder` (``decoder="transformer"``): causal self-attention over
+  learned position queries and cross-attention to ``n_memory`` tokens projected from ``z``
+  (the reference feeds all-zero tokens, so its decoder is also a function of ``z`` only).
+
+Both are written with plain tensor operations (the GRU cell and attention spelled out,
+parameters named as ``torch.nn.GRU``'s) so that forward-mode autograd, ``torch.func.vmap``
+and double back-propagation work on every device: PyTorch's fused RNN kernels and
+flash attention support none of these, and LES differentiates a Jacobian.
+
+``SequenceVAE.from_official_checkpoint(path)`` loads the reference's released expression
+GRU VAEs (``trained_models/expressions_gru_*/w.pth``, a plain state dict, read with
+``weights_only=True``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from icml25_core import check_choice, check_scalar
+from icml25_core.hub import PretrainedModelMixin
+
+__all__ = ["DECODERS", "ConvEncoder", "GRUDecoder", "SequenceVAE", "TransformerDecoder"]
+
+DECODERS = ("gru", "transformer")
+_CONV = {"small": ((2, 3, 4), (2, 3, 4)), "wide": ((32, 32, 32), (2, 3, 4)), "large": ((9, 9, 10), (9, 9, 11))}
+_OFFICIAL_EXTRA = ("encoder.embedding.", "property_net.")
+
+
+class ConvEncoder(nn.Module):
+    """The reference's grammar-VAE encoder: three ``Conv1d -> ReLU -> BatchNorm`` blocks
+    over a one-hot sequence ``(B, L, V)``, a linear layer with ReLU, and two heads:
+    ``forward`` returns ``(mu, raw)``, each ``(B, latent_dim)``."""
+
+    def __init__(self, vocab_size, max_length, latent_dim, size="small", hidden=100):
+        super().__init__()
+        channels, kernels = _CONV[size]
+        out_len = max_length - sum(kernels) + 3
+        if out_len < 1:
+            raise ValueError(f"max_length={max_length} is too short for the {size!r} encoder")
+        c_in = vocab_size
+        for i, (c, k) in enumerate(zip(channels, kernels, strict=True), start=1):
+            setattr(self, f"conv{i}", nn.Conv1d(c_in, c, kernel_size=k))
+            setattr(self, f"batch_norm{i}", nn.BatchNorm1d(c))
+            c_in = c
+        self.linear = nn.Linear(c_in * out_len, hidden)
+        self.mu = nn.Linear(hidden, latent_dim)
+        self.sigma = nn.Linear(hidden, latent_dim)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = x.transpose(1, 2)
+        for i in (1, 2, 3):
+            h = getattr(self, f"batch_norm{i}")(F.relu(getattr(self, f"conv{i}")(h)))
+        h = F.relu(self.linear(h.flatten(1)))
+        return self.mu(h), self.sigma(h)
+
+
+class _GRUStack(nn.Module):
+    """A stacked GRU (gates ``r, z, n`` as ``torch.nn.GRU``, parameters named
+    ``weight_ih_l{k}``...), one step at a time, from plain tensor operations."""
+
+    def __init__(self, hidden: int, layers: int, dropout: float) -> None:
+        super().__init__()
+        self.hidden, self.layers, self.dropout = hidden, layers, dropout
+        bound = 1.0 / math.sqrt(hidden)
+        for k in range(layers):
+            for name, shape in (
+                ("weight_ih", (3 * hidden, hidden)),
+                ("weight_hh", (3 * hidden, hidden)),
+                ("bias_ih", (3 * hidden,)),
+                ("bias_hh", (3 * hidden,)),
+            ):
+                setattr(self, f"{name}_l{k}", nn.Parameter(torch.empty(shape).uniform_(-bound, bound)))
+
+    def step(self, x: torch.Tensor, h: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """One time step: input ``(B, H)``, states per layer ``(B, H)``."""
+        new = []
+        for k in range(self.layers):
+            if k > 0:
+                x = F.dropout(x, self.dropout, self.training)
+            gi = F.linear(x, getattr(self, f"weight_ih_l{k}"), getattr(self, f"bias_ih_l{k}"))
+            gh = F.linear(h[k], getattr(self, f"weight_hh_l{k}"), getattr(self, f"bias_hh_l{k}"))
+            ir, iz, i_n = gi.chunk(3, dim=-1)
+            hr, hz, hn = gh.chunk(3, dim=-1)
+            r, u = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+            n = torch.tanh(i_n + r * hn)
+            x = (1 - u) * n + u * h[k]
+            new.append(x)
+        return x, new
+
+
+class GRUDecoder(nn.Module):
+    """The reference's GRU decoder: ``z (B, d) -> logits (B, L, V)``.
+
+    Step ``t``: ``o_t = GRU(W_p z, h_{t-1})``, ``logits_t = W_o [o_t, W_s s_{t-1}]`` with
+    ``s_{t-1} = softmax(logits_{t-1})`` (``s_0 = 0``).
+    """
+
+    def __init__(self, latent_dim, vocab_size, max_length, hidden=100, layers=3, dropout=0.2):
+        super().__init__()
+        self.latent_dim, self.vocab_size, self.max_length = latent_dim, vocab_size, max_length
+        self.project = nn.Linear(latent_dim, hidden)
+        self.out = nn.Linear(2 * hidden, vocab_size)
+        self.output_projection = nn.Linear(vocab_size, hidden)
+        self.gru = _GRUStack(hidden, layers, dropout)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        context = self.project(z)
+        h = [context.new_zeros(context.shape) for _ in range(self.gru.layers)]
+        probs = z.new_zeros(z.shape[0], self.vocab_size)
+        steps = []
+        for _ in range(self.max_length):
+            o, h = self.gru.step(context, h)
+            logits = self.out(torch.cat([o, self.output_projection(probs)], dim=-1))
+            steps.append(logits)
+            probs = torch.softmax(logits, dim=-1)
+        return torch.stack(steps, dim=1)
+
+
+class _Attention(nn.Module):
+    """Multi-head attention from plain tensor operations (``mask``: ``-inf`` where a query
+    may not look)."""
+
+    def __init__(self, hidden: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        if hidden % heads:
+            raise ValueError(f"hidden={hidden} must be a multiple of num_heads={heads}")
+        self.heads, self.dropout = heads, dropout
+        self.query, self.key = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+        self.value, self.output = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None):
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.unflatten(-1, (self.heads, -1)).transpose(1, 2)
+
+        q, k, v = split(self.query(x)), split(self.key(memory)), split(self.value(memory))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores + mask
+        weights = F.dropout(torch.softmax(scores, dim=-1), self.dropout, self.training)
+        return self.output((weights @ v).transpose(1, 2).flatten(2))
+
+
+class _DecoderLayer(nn.Module):
+    """Post-norm decoder layer (self-attention, cross-attention, ReLU feed-forward), as
+    ``torch.nn.TransformerDecoderLayer`` with its defaults."""
+
+    def __init__(self, hidden: int, heads: int, feedforward: int, dropout: float) -> None:
+        super().__init__()
+        self.self_attn = _Attention(hidden, heads, dropout)
+        self.cross_attn = _Attention(hidden, heads, dropout)
+        self.ff = nn.Sequential(nn.Linear(hidden, feedforward), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward, hidden))
+        self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(3))
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        def drop(t: torch.Tensor) -> torch.Tensor:
+            return F.dropout(t, self.dropout, self.training)
+
+        x = self.norms[0](x + drop(self.self_attn(x, x, mask)))
+        x = self.norms[1](x + drop(self.cross_attn(x, memory)))
+        return self.norms[2](x + drop(self.ff(x)))
+
+
+class TransformerDecoder(nn.Module):
+    """A non-autoregressive Transformer decoder: ``z (B, d) -> logits (B, L, V)``.
+
+    Queries are learned position embeddings under a causal mask; ``z`` enters through
+    cross-attention to ``n_memory`` tokens ``W_m z``.
+    """
+
+    def __init__(
+        self,
+        latent_dim,
+        vocab_size,
+        max_length,
+        hidden=64,
+        layers=2,
+        heads=4,
+        feedforward=256,
+        dropout=0.1,
+        n_memory=4,
+    ):
+        super().__init__()
+        self.latent_dim, self.vocab_size, self.max_length = latent_dim, vocab_size, max_length
+        self.n_memory = n_memory
+        self.positions = nn.Parameter(torch.randn(max_length, hidden) * 0.02)
+        self.memory = nn.Linear(latent_dim, n_memory * hidden)
+        self.layers = nn.ModuleList(_DecoderLayer(hidden, heads, feedforward, dropout) for _ in range(layers))
+        self.unembed = nn.Linear(hidden, vocab_size)
+        causal = torch.full((max_length, max_length), float("-inf")).triu(1)
+        self.register_buffer("causal_mask", causal, persistent=False)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        memory = self.memory(z).unflatten(-1, (self.n_memory, -1))
+        x = self.positions.expand(z.shape[0], -1, -1)
+        for layer in self.layers:
+            x = layer(x, memory, self.causal_mask)
+        return self.unembed(x)
+
+
+class SequenceVAE(nn.Module, PretrainedModelMixin):
+    """A VAE over token sequences of length ``max_length`` from a vocabulary of
+    ``vocab_size`` symbols (the defaults are the reference's expression VAE).
+
+    Parameters
+    ----------
+    decoder : {"gru", "transformer"}
+        The decoder (:class:`GRUDecoder` or :class:`TransformerDecoder`); ``self.decoder``
+        maps ``z (B, latent_dim)`` to logits ``(B, max_length, vocab_size)`` and is what
+        :func:`les_lso.les` scores.
+    hidden_size, num_layers : int
+        Decoder width and depth. ``num_heads``, ``dim_feedforward``, ``n_memory``: the
+        Transformer decoder's attention heads, feed-forward width and memory tokens.
+    encoder_size : {"small", "wide", "large"}
+        Convolutional encoder: the reference's ``"small"`` (2, 3, 4 channels, kernels 2,
+        3, 4: what its expression checkpoints use) and ``"large"`` (9, 9, 10 channels,
+        kernels 9, 9, 11: molecules, too long for 19 symbols), or ``"wide"`` (32 channels
+        each, kernels 2, 3, 4), which learns far faster on small data.
+    eps_std : float
+        Scale of the latent space: the prior is ``N(0, eps_std^2 I)`` and the posterior
+        ``N(mu, eps_std^2 exp(logvar))``.
+    logvar_activation : {"identity", "softplus"}
+        How the encoder's second head becomes ``logvar``; ``"softplus"`` is the
+        reference's (a log-variance of at least 0, so the posterior noise is never below
+        ``eps_std``), set by :meth:`from_official_checkpoint`.
+
+    ``save_pretrained(folder)`` / ``SequenceVAE.from_pretrained(folder or hub id)`` store
+    the configuration (``config.json``) and the weights (``model.safetensors``).
+    """
+
+    def __init__(
+        self,
+        vocab_size=15,
+        max_length=19,
+        latent_dim=25,
+        decoder="gru",
+        hidden_size=100,
+        num_layers=3,
+        num_heads=4,
+        dim_feedforward=256,
+        n_memory=4,
+        dropout=0.2,
+        encoder_size="small",
+        eps_std=0.1,
+        logvar_activation="identity",
+    ):
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("max_length", max_length),
+            ("latent_dim", latent_dim),
+            ("hidden_size", hidden_size),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+            ("dim_feedforward", dim_feedforward),
+            ("n_memory", n_memory),
+        ):
+            check_scalar(value, name, integer=True, low=1)
+        check_scalar(dropout, "dropout", low=0.0, high=1.0, high_inclusive=False)
+        check_scalar(eps_std, "eps_std", low=0.0, low_inclusive=False)
+        check_choice(decoder, "decoder", DECODERS)
+        check_choice(encoder_size, "encoder_size", tuple(_CONV))
+        check_choice(logvar_activation, "logvar_activation", ("identity", "softplus"))
+        self.vocab_size, self.max_length, self.latent_dim = vocab_size, max_length, latent_dim
+        self.eps_std, self.logvar_activation = float(eps_std), logvar_activation
+        self.encoder = ConvEncoder(vocab_size, max_length, latent_dim, encoder_size)
+        if decoder == "gru":
+            self.decoder = GRUDecoder(latent_dim, vocab_size, max_length, hidden_size, num_layers, dropout)
+        else:
+            self.decoder = TransformerDecoder(
+                latent_dim,
+                vocab_size,
+                max_length,
+                hidden_size,
+                num_layers,
+                num_heads,
+                dim_feedforward,
+                dropout,
+                n_memory,
+            )
+
+    def one_hot(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, L)`` token ids -> ``(B, L, V)`` one-hot in the model's dtype."""
+        tokens = torch.as_tensor(tokens, device=self.encoder.mu.weight.device)
+        if tokens.dtype.is_floating_point or tokens.ndim != 2:
+            raise ValueError(f"tokens must be integer ids of shape (B, L), got {tuple(tokens.shape)} {tokens.dtype}")
+        if tokens.shape[1] != self.max_length:
+            raise ValueError(f"tokens must have max_length={self.max_length} columns, got {tokens.shape[1]}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            raise ValueError(f"tokens must lie in [0, vocab_size={self.vocab_size})")
+        return F.one_hot(tokens.long(), self.vocab_size).to(self.encoder.mu.weight.dtype)
+
+    def posterior(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mu, logvar)`` of ``q(z | tokens)``, each ``(B, latent_dim)``; the posterior
+        is ``N(mu, eps_std^2 exp(logvar))``."""
+        mu, raw = self.encoder(self.one_hot(tokens))
+        return mu, F.softplus(raw) if self.logvar_activation == "softplus" else raw
+
+    def encode(self, tokens: torch.Tensor, sample: bool = False) -> torch.Tensor:
+        """Latents ``(B, latent_dim)`` of token ids ``(B, L)``: the posterior mean, or a
+        draw with ``sample=True``."""
+        mu, logvar = self.posterior(tokens)
+        if not sample:
+            return mu
+        return mu + self.eps_std * torch.exp(0.5 * logvar) * torch.randn_like(mu)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """Greedy decoding: token ids ``(B, L)`` (argmax of the decoder's logits)."""
+        return self.decoder(z).argmax(dim=-1)
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(logits (B, L, V), mu, logvar)`` with ``z`` drawn from the posterior."""
+        mu, logvar = self.posterior(tokens)
+        z = mu + self.eps_std * torch.exp(0.5 * logvar) * torch.randn_like(mu)
+        return self.decoder(z), mu, logvar
+
+    def kl(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+        """``KL(q(z | x) || N(0, eps_std^2 I))`` per sample, ``(B,)``."""
+        m = mu / self.eps_std
+        return 0.5 * (m.pow(2) + logvar.exp() - 1.0 - logvar).sum(-1)
+
+    def sample_prior(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``n`` draws ``(n, latent_dim)`` of the prior ``N(0, eps_std^2 I)``."""
+        w = self.encoder.mu.weight
+        return self.eps_std * torch.randn(n, self.latent_dim, generator=generator, dtype=w.dtype).to(w.device)
+
+    @classmethod
+    def from_official_checkpoint(cls, path: str | Path, **overrides) -> SequenceVAE:
+        """The reference's released expression GRU VAE from its ``w.pth`` state dict
+        (``trained_models/expressions_gru_{0.05,0.1,1}/w.pth`` of OmerRonen/les):
+        latent 25, GRU 3 x 100, small encoder, ``eps_std`` 0.1, softplus log-variance.
+
+        The file is read with ``torch.load(weights_only=True)`` (no code runs). The
+        reference's unused encoder embedding and its property head are dropped; every
+        other tensor must be present with its shape. ``overrides`` change the
+        configuration (for other checkpoints of the same architecture).
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:
+            raise ValueError(f"checkpoint {str(path)!r} is not a readable weights-only state dict: {err}") from err
+        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise ValueError(f"checkpoint {str(path)!r} is not a state dict of tensors")
+        config = {"decoder": "gru", "logvar_activation": "softplus", **overrides}
+        model = cls(**config)
+        state = {k: v for k, v in state.items() if not k.startswith(_OFFICIAL_EXTRA)}
+        want = model.state_dict()
+        missing, unexpected = sorted(set(want) - set(state)), sorted(set(state) - set(want))
+        wrong = sorted(k for k in set(want) & set(state) if want[k].shape != state[k].shape)
+        if missing or unexpected or wrong:
+            raise ValueError(
+                f"checkpoint {str(path)!r} does not fit SequenceVAE({config}): missing {missing[:5]}, "
+                f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}"
+            )
+        bad = sorted(k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all())
+        if bad:
+            raise ValueError(f"checkpoint {str(path)!r} has non-finite tensors {bad[:5]}")
+        model.load_state_dict(state)
+        return model.eval()

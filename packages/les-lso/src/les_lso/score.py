@@ -1,0 +1,240 @@
+r"""The Latent Exploration Score and the scores it is compared with.
+
+A decoder maps latents ``z (B, d)`` to logits ``l(z) (B, L, V)`` over ``L`` positions and
+``V`` symbols. With ``A = dl/dz`` (``L V x d`` per sample) and, at each position, the
+Jacobian of the softmax and of the inverse normalizing constant ``1/Z``, ``Z = sum_v
+exp(l_v)``, with respect to the logits,
+
+.. math::
+
+    S_t = \begin{pmatrix} \mathrm{diag}(s_t) - s_t s_t^\top \\
+          -\exp(l_t)^\top / Z_t^2 \end{pmatrix} \in \mathbb{R}^{(V+1) \times V},
+
+the score is
+
+.. math::
+
+    \mathrm{LES}(z) = -\tfrac12 \log\det(J^\top J) = -\sum_i \log \sigma_i(J),
+    \qquad J = \mathrm{blockdiag}(S_1, \dots, S_L)\, A \in \mathbb{R}^{L(V+1) \times d},
+
+computed from the singular values of ``J`` (never a determinant). ``polarity=True`` uses
+``J = A`` (the score of the logits map itself). Higher is more in-distribution: the
+decoder contracts volume where it was trained and expands it where it extrapolates.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch.func import jacfwd, vmap
+
+from icml25_core import check_array, check_choice, check_scalar
+
+__all__ = [
+    "JACOBIANS",
+    "decoder_jacobian",
+    "knn_score",
+    "les",
+    "likelihood_score",
+    "prior_score",
+    "softmax_jacobian",
+]
+
+JACOBIANS = ("autograd", "fd")
+Decoder = Callable[[torch.Tensor], torch.Tensor]
+
+
+class _eval_mode:
+    """Put a module in eval mode for the block (scores never use dropout)."""
+
+    def __init__(self, decoder: Decoder) -> None:
+        self.module = decoder if isinstance(decoder, torch.nn.Module) else None
+
+    def __enter__(self) -> None:
+        if self.module is not None:
+            self.was_training = self.module.training
+            self.module.eval()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.module is not None:
+            self.module.train(self.was_training)
+
+
+def _decoder_dtype(decoder: Decoder, z: torch.Tensor) -> torch.dtype:
+    if isinstance(decoder, torch.nn.Module):
+        for p in decoder.parameters():
+            if p.is_floating_point():
+                return p.dtype
+    return z.dtype
+
+
+def _check_z(decoder: Decoder, z: torch.Tensor, name: str = "z") -> torch.Tensor:
+    if not isinstance(z, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape (B, d), got {type(z).__name__}")
+    if not z.dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point tensor, got {z.dtype}")
+    check_array(z, name, ndim=2)
+    latent_dim = getattr(decoder, "latent_dim", None)
+    if latent_dim is not None and z.shape[1] != latent_dim:
+        raise ValueError(f"{name} must have shape (B, {latent_dim}) for this decoder, got {tuple(z.shape)}")
+    return z
+
+
+def _logits(decoder: Decoder, z: torch.Tensor) -> torch.Tensor:
+    """``decoder(z)`` checked: a finite ``(B, L, V)`` tensor."""
+    try:
+        out = decoder(z)
+    except RuntimeError as err:
+        raise ValueError(f"decoder failed on z of shape {tuple(z.shape)}: {err}") from err
+    if not isinstance(out, torch.Tensor) or out.ndim != 3 or out.shape[0] != z.shape[0]:
+        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(f"decoder must map z (B, d) to logits (B, L, V) with B = {z.shape[0]}, got {shape}")
+    if not torch.isfinite(out).all():
+        raise ValueError("decoder returned non-finite logits")
+    return out
+
+
+def decoder_jacobian(
+    decoder: Decoder, z: torch.Tensor, *, jacobian: str = "autograd", eps: float = 1e-4
+) -> torch.Tensor:
+    """``A = dl/dz``, shape ``(B, L, V, d)``, differentiable in ``z``.
+
+    ``jacobian="autograd"``: forward-mode autograd through ``torch.func`` (exact; ``d``
+    tangents per sample; needs a decoder of operations with forward-mode and ``vmap``
+    support, as :mod:`les_lso.models`' are). ``"fd"``: central finite differences with
+    step ``eps`` (any decoder; two batched decoder calls per latent direction). Samples
+    must not interact inside the decoder (no batch statistics).
+    """
+    check_choice(jacobian, "jacobian", JACOBIANS)
+    z = _check_z(decoder, z)
+    if jacobian == "fd":
+        check_scalar(eps, "eps", low=0.0, low_inclusive=False)
+        b, d = z.shape
+        steps = eps * torch.eye(d, dtype=z.dtype, device=z.device)
+        shifted = torch.cat([z[:, None, :] + steps, z[:, None, :] - steps], dim=1).reshape(2 * b * d, d)
+        out = _logits(decoder, shifted)
+        out = out.reshape(b, 2, d, *out.shape[1:])
+        return ((out[:, 0] - out[:, 1]) / (2 * eps)).permute(0, 2, 3, 1)
+    _logits(decoder, z[:1])  # shape and finiteness, with a clear message
+
+    def one(zi: torch.Tensor) -> torch.Tensor:
+        return decoder(zi[None])[0]
+
+    try:
+        with warnings.catch_warnings():  # torch's first forward-mode call scripts its decompositions
+            warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
+            return vmap(jacfwd(one))(z)
+    except (RuntimeError, NotImplementedError) as err:
+        raise TypeError(
+            f"jacobian='autograd' needs a decoder with forward-mode autograd and vmap support ({err}); "
+            "use jacobian='fd'"
+        ) from err
+
+
+def softmax_jacobian(logits: torch.Tensor) -> torch.Tensor:
+    """Per-position Jacobian of ``[softmax(l), 1/Z]`` in the logits: ``(B, L, V+1, V)``,
+    rows ``diag(s) - s s^T`` and ``-exp(l)^T / Z^2 = -s^T / Z``."""
+    s = torch.softmax(logits, dim=-1)
+    top = torch.diag_embed(s) - s[..., :, None] * s[..., None, :]
+    extra = -(s * torch.exp(-torch.logsumexp(logits, dim=-1, keepdim=True)))[..., None, :]
+    return torch.cat([top, extra], dim=-2)
+
+
+def _score_jacobian(logits: torch.Tensor, a: torch.Tensor, polarity: bool) -> torch.Tensor:
+    """``J`` per sample: ``(B, L (V+1), d)`` (``(B, L V, d)`` with ``polarity``)."""
+    b, _, _, d = a.shape
+    if polarity:
+        return a.reshape(b, -1, d)
+    s = torch.softmax(logits, dim=-1)[..., None]  # (B, L, V, 1)
+    sa = (s * a).sum(dim=-2, keepdim=True)  # s^T A: (B, L, 1, d)
+    top = s * a - s * sa
+    inv_z = torch.exp(-torch.logsumexp(logits, dim=-1))[..., None, None]
+    return torch.cat([top, -sa * inv_z], dim=-2).reshape(b, -1, d)
+
+
+def _neg_log_volume(j: torch.Tensor) -> torch.Tensor:
+    """``-sum_i log sigma_i(J)`` per sample, with the SVD in float64 where the device has
+    it; a zero singular value is clamped to the smallest normal number (a huge, finite
+    score) instead of giving ``inf``."""
+    work = j if j.device.type == "mps" else j.double()
+    sv = torch.linalg.svdvals(work)
+    return -torch.log(sv.clamp_min(torch.finfo(sv.dtype).tiny)).sum(-1).to(j.dtype)
+
+
+def les(
+    decoder: Decoder,
+    z: torch.Tensor,
+    *,
+    polarity: bool = False,
+    jacobian: str = "autograd",
+    eps: float = 1e-4,
+    a: torch.Tensor | None = None,
+) -> torch.Tensor:
+    r"""The Latent Exploration Score ``(B,)`` of latents ``z (B, d)``; higher is more
+    in-distribution. Differentiable in ``z``.
+
+    Parameters
+    ----------
+    decoder : callable
+        ``z (B, d) -> logits (B, L, V)``, e.g. ``SequenceVAE.decoder``; a module is put
+        in eval mode for the call (no dropout) and restored.
+    z : torch.Tensor
+        Latents, ``(B, d)``; cast to the decoder's dtype, the score is returned in
+        ``z``'s dtype.
+    polarity : bool
+        Score the logits map (``J = A``) instead of the softmax-composed map.
+    jacobian : {"autograd", "fd"}
+        How ``A = dl/dz`` is computed (:func:`decoder_jacobian`).
+    eps : float
+        Finite-difference step (``jacobian="fd"``).
+    a : torch.Tensor, optional
+        A precomputed ``A`` ``(B, L, V, d)`` to use instead (the reference's optimizer
+        keeps the ``A`` of the starting point); only the softmax part then depends on
+        ``z``.
+    """
+    z = _check_z(decoder, z)
+    out_dtype = z.dtype
+    zc = z.to(_decoder_dtype(decoder, z))
+    with _eval_mode(decoder):
+        logits = _logits(decoder, zc)
+        if a is None:
+            a = decoder_jacobian(decoder, zc, jacobian=jacobian, eps=eps)
+        else:
+            check_array(a, "a", shape=(*logits.shape, z.shape[1]))
+            a = a.to(logits.dtype)
+    score = _neg_log_volume(_score_jacobian(logits, a, polarity))
+    if not torch.isfinite(score).all():
+        raise ValueError("LES is not finite: the decoder's Jacobian has non-finite entries")
+    return score.to(out_dtype)
+
+
+def likelihood_score(decoder: Decoder, z: torch.Tensor) -> torch.Tensor:
+    """The decoder's confidence in its own greedy decoding, ``sum_t log max_v
+    softmax(l_t)_v``, ``(B,)`` (the reference's likelihood baseline; eval mode)."""
+    z = _check_z(decoder, z)
+    with _eval_mode(decoder):
+        logits = _logits(decoder, z.to(_decoder_dtype(decoder, z)))
+    return torch.log_softmax(logits, dim=-1).amax(dim=-1).sum(-1).to(z.dtype)
+
+
+def prior_score(z: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """Log-density of ``N(0, scale^2 I)`` at ``z (B, d)``, ``(B,)``."""
+    check_array(z, "z", ndim=2)
+    check_scalar(scale, "scale", low=0.0, low_inclusive=False)
+    d = z.shape[1]
+    return -0.5 * (z / scale).pow(2).sum(-1) - d * math.log(scale) - 0.5 * d * math.log(2 * math.pi)
+
+
+def knn_score(z: torch.Tensor, reference: torch.Tensor, k: int = 3) -> torch.Tensor:
+    """Minus the mean Euclidean distance from each ``z (B, d)`` to its ``k`` nearest
+    latents of ``reference (N, d)`` (e.g. encoded training data), ``(B,)``."""
+    check_array(z, "z", ndim=2)
+    check_array(reference, "reference", ndim=2)
+    if reference.shape[1] != z.shape[1]:
+        raise ValueError(f"reference must have {z.shape[1]} columns like z, got {reference.shape[1]}")
+    check_scalar(k, "k", integer=True, low=1, high=reference.shape[0])
+    dist = torch.cdist(z, reference.to(z))
+    return -dist.topk(k, dim=1, largest=False).values.mean(1)
