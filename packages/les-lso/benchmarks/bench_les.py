@@ -61,7 +61,9 @@ def _case(latent_dim: int, length: int, repeats: int, size: int, label: str):
         return run
 
     candidates = {
-        "reference (forward FD, dense S)": error("reference (forward FD, dense S)", lambda: reference_les(decoder, z)),
+        "reference (forward FD, dense S)": error(
+            "reference (forward FD, dense S)", lambda: reference_les(decoder, z)
+        ),
         "LES autograd": error("LES autograd", lambda: les(decoder, z)),
         "LES fd": error("LES fd", lambda: les(decoder, z, jacobian="fd")),
         "likelihood": lambda: likelihood_score(decoder, z),
@@ -81,8 +83,14 @@ def run(smoke: bool = False) -> BenchReport:
     dims = (4, 8) if smoke else (8, 25, 64)
     lengths = (6, 10) if smoke else (10, 19, 40)
     repeats = 1 if smoke else 3
-    comparisons = [_case(d, 19 if not smoke else 8, repeats, d, f"d={d}, L={19 if not smoke else 8}") for d in dims]
-    comparisons += [_case(25 if not smoke else 4, n, repeats, n, f"d={25 if not smoke else 4}, L={n}") for n in lengths]
+    comparisons = [
+        _case(d, 19 if not smoke else 8, repeats, d, f"d={d}, L={19 if not smoke else 8}")
+        for d in dims
+    ]
+    comparisons += [
+        _case(25 if not smoke else 4, n, repeats, n, f"d={25 if not smoke else 4}, L={n}")
+        for n in lengths
+    ]
     notes = [
         "random GRU decoders (width 64, vocabulary 15), 16 latents, float32, CPU",
         "ratio < 1: faster than the reference algorithm on the same decoder and latents",

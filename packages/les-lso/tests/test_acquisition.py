@@ -44,7 +44,9 @@ def test_penalized_acquisition_subtracts_the_penalty(tiny_vae, gp):
     torch.manual_seed(0)
     torch.testing.assert_close(acqf(x), want)
     bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.float64)
-    cand, _ = optimize_acqf(acqf, bounds=bounds, q=2, num_restarts=2, raw_samples=8, options={"maxiter": 5})
+    cand, _ = optimize_acqf(
+        acqf, bounds=bounds, q=2, num_restarts=2, raw_samples=8, options={"maxiter": 5}
+    )
     assert cand.shape == (2, 3) and ((cand >= 0) & (cand <= 1)).all()
 
 

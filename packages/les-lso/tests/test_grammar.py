@@ -29,7 +29,10 @@ def _sentences(max_tokens):
             continue
         for rhs in rules[form[i]]:
             new = form[:i] + tuple(rhs) + form[i + 1 :]
-            if sum(s not in rules for s in new) + sum(s in rules for s in new) <= max_tokens and new not in seen:
+            if (
+                sum(s not in rules for s in new) + sum(s in rules for s in new) <= max_tokens
+                and new not in seen
+            ):
                 seen.add(new)
                 frontier.append(new)
     return out

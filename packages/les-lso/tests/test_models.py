@@ -26,7 +26,9 @@ def test_attention_layer_equals_torch_transformer_decoder_layer():
     peer = torch.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double().eval()
 
     def pack(attn: _Attention, peer_attn):
-        peer_attn.in_proj_weight.data = torch.cat([attn.query.weight, attn.key.weight, attn.value.weight])
+        peer_attn.in_proj_weight.data = torch.cat(
+            [attn.query.weight, attn.key.weight, attn.value.weight]
+        )
         peer_attn.in_proj_bias.data = torch.cat([attn.query.bias, attn.key.bias, attn.value.bias])
         peer_attn.out_proj.load_state_dict(attn.output.state_dict())
 
@@ -68,7 +70,7 @@ def test_official_checkpoint_errors_name_the_file(tmp_path):
         SequenceVAE.from_official_checkpoint(tmp_path / "missing.pth")
     bad = tmp_path / "bad.pth"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="bad.pth"):
+    with pytest.raises(ValueError, match=r"bad\.pth"):
         SequenceVAE.from_official_checkpoint(bad)
     state = _official_state(SequenceVAE())
     del state["decoder.out.weight"]

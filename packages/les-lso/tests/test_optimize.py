@@ -40,13 +40,18 @@ def test_callable_penalty(tiny_vae):
     vae = tiny_vae("gru")
     z0 = torch.ones(2, 3, dtype=torch.float64)
     flat = lambda u: u.sum(-1) * 0.0  # noqa: E731
-    z = optimize_latent(flat, vae.decoder, z0, lr=0.1, n_steps=3, penalty=lambda u: -u.pow(2).sum(-1), alpha=1.0)
+    z = optimize_latent(
+        flat, vae.decoder, z0, lr=0.1, n_steps=3, penalty=lambda u: -u.pow(2).sum(-1), alpha=1.0
+    )
     torch.testing.assert_close(z, z0 - 0.3 * z0 / z0.norm(dim=1, keepdim=True))
 
 
 def test_reference_gradient_is_exact_for_a_constant_jacobian(linear_decoder):
     g = torch.Generator().manual_seed(0)
-    w, b = torch.randn(12, 3, generator=g, dtype=torch.float64), torch.randn(12, dtype=torch.float64)
+    w, b = (
+        torch.randn(12, 3, generator=g, dtype=torch.float64),
+        torch.randn(12, dtype=torch.float64),
+    )
     decoder = linear_decoder(w, b, 4, 3)
     z0 = torch.randn(3, 3, generator=g, dtype=torch.float64)
     obj = lambda u: -u.pow(2).sum(-1)  # noqa: E731

@@ -8,7 +8,10 @@ METHOD = Method(
     authors=("O. Ronen", "A. I. Humayun", "R. Baraniuk", "R. Balestriero", "B. Yu"),
     venue="ICML 2025",
     url="https://arxiv.org/abs/2406.09657",
-    summary="Latent Exploration Score: a differentiable decoder-Jacobian penalty that keeps latent optimization where the decoder is reliable",
+    summary=(
+        "Latent Exploration Score: a differentiable decoder-Jacobian penalty that keeps "
+        "latent space optimization where the decoder is reliable"
+    ),
     experiments={"over-exploration": "les_lso.experiments:OVER_EXPLORATION"},
     status="available",
     claim="not measured yet",

@@ -68,7 +68,9 @@ class LESPenalty(torch.nn.Module):
         """LES of every point of ``X (..., d)``, shape ``X.shape[:-1]``."""
         z = X if self.transform is None else self.transform(X)
         flat = z.reshape(-1, z.shape[-1])
-        return les(self.decoder, flat, polarity=self.polarity, jacobian=self.jacobian).reshape(z.shape[:-1])
+        return les(self.decoder, flat, polarity=self.polarity, jacobian=self.jacobian).reshape(
+            z.shape[:-1]
+        )
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         if X.ndim < 2:

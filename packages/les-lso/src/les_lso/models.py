@@ -35,7 +35,11 @@ from icml25_core.hub import PretrainedModelMixin
 __all__ = ["DECODERS", "ConvEncoder", "GRUDecoder", "SequenceVAE", "TransformerDecoder"]
 
 DECODERS = ("gru", "transformer")
-_CONV = {"small": ((2, 3, 4), (2, 3, 4)), "wide": ((32, 32, 32), (2, 3, 4)), "large": ((9, 9, 10), (9, 9, 11))}
+_CONV = {
+    "small": ((2, 3, 4), (2, 3, 4)),
+    "wide": ((32, 32, 32), (2, 3, 4)),
+    "large": ((9, 9, 10), (9, 9, 11)),
+}
 _OFFICIAL_EXTRA = ("encoder.embedding.", "property_net.")
 
 
@@ -82,9 +86,13 @@ class _GRUStack(nn.Module):
                 ("bias_ih", (3 * hidden,)),
                 ("bias_hh", (3 * hidden,)),
             ):
-                setattr(self, f"{name}_l{k}", nn.Parameter(torch.empty(shape).uniform_(-bound, bound)))
+                setattr(
+                    self, f"{name}_l{k}", nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
+                )
 
-    def step(self, x: torch.Tensor, h: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def step(
+        self, x: torch.Tensor, h: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """One time step: input ``(B, H)``, states per layer ``(B, H)``."""
         new = []
         for k in range(self.layers):
@@ -161,7 +169,12 @@ class _DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = _Attention(hidden, heads, dropout)
         self.cross_attn = _Attention(hidden, heads, dropout)
-        self.ff = nn.Sequential(nn.Linear(hidden, feedforward), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward, hidden))
+        self.ff = nn.Sequential(
+            nn.Linear(hidden, feedforward),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(feedforward, hidden),
+        )
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(3))
         self.dropout = dropout
 
@@ -198,7 +211,9 @@ class TransformerDecoder(nn.Module):
         self.n_memory = n_memory
         self.positions = nn.Parameter(torch.randn(max_length, hidden) * 0.02)
         self.memory = nn.Linear(latent_dim, n_memory * hidden)
-        self.layers = nn.ModuleList(_DecoderLayer(hidden, heads, feedforward, dropout) for _ in range(layers))
+        self.layers = nn.ModuleList(
+            _DecoderLayer(hidden, heads, feedforward, dropout) for _ in range(layers)
+        )
         self.unembed = nn.Linear(hidden, vocab_size)
         causal = torch.full((max_length, max_length), float("-inf")).triu(1)
         self.register_buffer("causal_mask", causal, persistent=False)
@@ -278,7 +293,9 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         self.eps_std, self.logvar_activation = float(eps_std), logvar_activation
         self.encoder = ConvEncoder(vocab_size, max_length, latent_dim, encoder_size)
         if decoder == "gru":
-            self.decoder = GRUDecoder(latent_dim, vocab_size, max_length, hidden_size, num_layers, dropout)
+            self.decoder = GRUDecoder(
+                latent_dim, vocab_size, max_length, hidden_size, num_layers, dropout
+            )
         else:
             self.decoder = TransformerDecoder(
                 latent_dim,
@@ -296,9 +313,13 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         """``(B, L)`` token ids -> ``(B, L, V)`` one-hot in the model's dtype."""
         tokens = torch.as_tensor(tokens, device=self.encoder.mu.weight.device)
         if tokens.dtype.is_floating_point or tokens.ndim != 2:
-            raise ValueError(f"tokens must be integer ids of shape (B, L), got {tuple(tokens.shape)} {tokens.dtype}")
+            raise ValueError(
+                f"tokens must be integer ids of shape (B, L), got {tuple(tokens.shape)} {tokens.dtype}"
+            )
         if tokens.shape[1] != self.max_length:
-            raise ValueError(f"tokens must have max_length={self.max_length} columns, got {tokens.shape[1]}")
+            raise ValueError(
+                f"tokens must have max_length={self.max_length} columns, got {tokens.shape[1]}"
+            )
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
             raise ValueError(f"tokens must lie in [0, vocab_size={self.vocab_size})")
         return F.one_hot(tokens.long(), self.vocab_size).to(self.encoder.mu.weight.dtype)
@@ -335,7 +356,9 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
     def sample_prior(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``n`` draws ``(n, latent_dim)`` of the prior ``N(0, eps_std^2 I)``."""
         w = self.encoder.mu.weight
-        return self.eps_std * torch.randn(n, self.latent_dim, generator=generator, dtype=w.dtype).to(w.device)
+        return self.eps_std * torch.randn(
+            n, self.latent_dim, generator=generator, dtype=w.dtype
+        ).to(w.device)
 
     @classmethod
     def from_official_checkpoint(cls, path: str | Path, **overrides) -> SequenceVAE:
@@ -354,8 +377,12 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:
-            raise ValueError(f"checkpoint {str(path)!r} is not a readable weights-only state dict: {err}") from err
-        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise ValueError(
+                f"checkpoint {str(path)!r} is not a readable weights-only state dict: {err}"
+            ) from err
+        if not isinstance(state, dict) or not all(
+            isinstance(v, torch.Tensor) for v in state.values()
+        ):
             raise ValueError(f"checkpoint {str(path)!r} is not a state dict of tensors")
         config = {"decoder": "gru", "logvar_activation": "softplus", **overrides}
         model = cls(**config)
@@ -368,7 +395,9 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
                 f"checkpoint {str(path)!r} does not fit SequenceVAE({config}): missing {missing[:5]}, "
                 f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}"
             )
-        bad = sorted(k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all())
+        bad = sorted(
+            k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()
+        )
         if bad:
             raise ValueError(f"checkpoint {str(path)!r} has non-finite tensors {bad[:5]}")
         model.load_state_dict(state)

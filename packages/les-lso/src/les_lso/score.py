@@ -79,7 +79,9 @@ def _check_z(decoder: Decoder, z: torch.Tensor, name: str = "z") -> torch.Tensor
     check_array(z, name, ndim=2)
     latent_dim = getattr(decoder, "latent_dim", None)
     if latent_dim is not None and z.shape[1] != latent_dim:
-        raise ValueError(f"{name} must have shape (B, {latent_dim}) for this decoder, got {tuple(z.shape)}")
+        raise ValueError(
+            f"{name} must have shape (B, {latent_dim}) for this decoder, got {tuple(z.shape)}"
+        )
     return z
 
 
@@ -91,7 +93,9 @@ def _logits(decoder: Decoder, z: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"decoder failed on z of shape {tuple(z.shape)}: {err}") from err
     if not isinstance(out, torch.Tensor) or out.ndim != 3 or out.shape[0] != z.shape[0]:
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ValueError(f"decoder must map z (B, d) to logits (B, L, V) with B = {z.shape[0]}, got {shape}")
+        raise ValueError(
+            f"decoder must map z (B, d) to logits (B, L, V) with B = {z.shape[0]}, got {shape}"
+        )
     if not torch.isfinite(out).all():
         raise ValueError("decoder returned non-finite logits")
     return out
@@ -105,33 +109,36 @@ def decoder_jacobian(
     ``jacobian="autograd"``: forward-mode autograd through ``torch.func`` (exact; ``d``
     tangents per sample; needs a decoder of operations with forward-mode and ``vmap``
     support, as :mod:`les_lso.models`' are). ``"fd"``: central finite differences with
-    step ``eps`` (any decoder; two batched decoder calls per latent direction). Samples
-    must not interact inside the decoder (no batch statistics).
+    step ``eps`` (any decoder; one batched decoder call over ``2 d`` shifted copies of
+    every latent). Samples must not interact inside the decoder (no batch statistics); a
+    module decoder runs in eval mode.
     """
     check_choice(jacobian, "jacobian", JACOBIANS)
     z = _check_z(decoder, z)
-    if jacobian == "fd":
-        check_scalar(eps, "eps", low=0.0, low_inclusive=False)
-        b, d = z.shape
-        steps = eps * torch.eye(d, dtype=z.dtype, device=z.device)
-        shifted = torch.cat([z[:, None, :] + steps, z[:, None, :] - steps], dim=1).reshape(2 * b * d, d)
-        out = _logits(decoder, shifted)
-        out = out.reshape(b, 2, d, *out.shape[1:])
-        return ((out[:, 0] - out[:, 1]) / (2 * eps)).permute(0, 2, 3, 1)
-    _logits(decoder, z[:1])  # shape and finiteness, with a clear message
+    with _eval_mode(decoder):
+        if jacobian == "fd":
+            check_scalar(eps, "eps", low=0.0, low_inclusive=False)
+            b, d = z.shape
+            steps = eps * torch.eye(d, dtype=z.dtype, device=z.device)
+            shifted = torch.cat([z[:, None, :] + steps, z[:, None, :] - steps], dim=1)
+            out = _logits(decoder, shifted.reshape(2 * b * d, d))
+            out = out.reshape(b, 2, d, *out.shape[1:])
+            return ((out[:, 0] - out[:, 1]) / (2 * eps)).permute(0, 2, 3, 1)
+        _logits(decoder, z[:1])  # shape and finiteness, with a clear message
 
-    def one(zi: torch.Tensor) -> torch.Tensor:
-        return decoder(zi[None])[0]
+        def one(zi: torch.Tensor) -> torch.Tensor:
+            return decoder(zi[None])[0]
 
-    try:
-        with warnings.catch_warnings():  # torch's first forward-mode call scripts its decompositions
-            warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
-            return vmap(jacfwd(one))(z)
-    except (RuntimeError, NotImplementedError) as err:
-        raise TypeError(
-            f"jacobian='autograd' needs a decoder with forward-mode autograd and vmap support ({err}); "
-            "use jacobian='fd'"
-        ) from err
+        try:
+            # torch's first forward-mode call scripts its decompositions: a FutureWarning
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
+                return vmap(jacfwd(one))(z)
+        except (RuntimeError, NotImplementedError) as err:
+            raise TypeError(
+                f"jacobian='autograd' needs a decoder with forward-mode autograd and vmap support ({err}); "
+                "use jacobian='fd'"
+            ) from err
 
 
 def softmax_jacobian(logits: torch.Tensor) -> torch.Tensor:
@@ -234,7 +241,9 @@ def knn_score(z: torch.Tensor, reference: torch.Tensor, k: int = 3) -> torch.Ten
     check_array(z, "z", ndim=2)
     check_array(reference, "reference", ndim=2)
     if reference.shape[1] != z.shape[1]:
-        raise ValueError(f"reference must have {z.shape[1]} columns like z, got {reference.shape[1]}")
+        raise ValueError(
+            f"reference must have {z.shape[1]} columns like z, got {reference.shape[1]}"
+        )
     check_scalar(k, "k", integer=True, low=1, high=reference.shape[0])
     dist = torch.cdist(z, reference.to(z))
     return -dist.topk(k, dim=1, largest=False).values.mean(1)

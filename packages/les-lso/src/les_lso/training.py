@@ -47,7 +47,9 @@ def train_vae(
             if len(batch) < 2:  # BatchNorm needs two samples
                 continue
             logits, mu, logvar = vae(batch)
-            recon = F.cross_entropy(logits.flatten(0, 1), batch.flatten(), reduction="sum") / len(batch)
+            recon = F.cross_entropy(logits.flatten(0, 1), batch.flatten(), reduction="sum") / len(
+                batch
+            )
             loss = recon + beta * vae.kl(mu, logvar).mean()
             opt.zero_grad()
             loss.backward()
