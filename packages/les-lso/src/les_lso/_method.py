@@ -14,5 +14,9 @@ METHOD = Method(
     ),
     experiments={"over-exploration": "les_lso.experiments:OVER_EXPLORATION"},
     status="available",
-    claim="not measured yet",
+    claim=(
+        "held (full, 3 seeds): AUROC LES 0.913 vs likelihood 0.806, kNN 0.805, prior 0.521; "
+        "LES penalty raises validity of BoTorch 0.14 -> 0.40 and gradient ascent 0.76 -> "
+        "0.85 (likelihood penalty: 0.88); quick: the gradient-ascent part did not hold"
+    ),
 )
