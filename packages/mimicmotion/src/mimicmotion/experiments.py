@@ -6,8 +6,9 @@
    the VAE decodes in chunks afterwards, and the decoded video itself grows with length),
    measured by :class:`~icml25_core.memory.TensorMemoryTracker` in one extra untimed
    call: the tensors the loop creates, the same figure from run to run (the resident-set
-   growth earlier versions used depended on what the allocator kept from earlier work). Claim: memory flat in the number of frames (the UNet
-   only ever sees one window) and time linear (log-log slope of total time near 1).
+   growth earlier versions used depended on what the allocator kept from earlier work).
+   Claim: memory flat in the number of frames (the UNet only ever sees one window) and
+   time linear (log-log slope of total time near 1).
 2. Regional loss amplification: the tiny pipeline's PoseNet + UNet trained from scratch
    on stick-figure clips the package renders (:mod:`mimicmotion.data`; VAE and image
    encoder stay random and frozen, the VAE's scaling factor calibrated to unit-variance
@@ -41,7 +42,6 @@ from icml25_core import (
     mean_metric,
     save_figure,
 )
-
 from icml25_core.memory import TensorMemoryTracker
 
 from .components import tiny_components

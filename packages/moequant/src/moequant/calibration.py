@@ -217,7 +217,6 @@ def ebss(
     start = _starts(tokenizer, model, n_samples, g)
     _check(n_samples, seq_len, start.shape[1])
     _, eos, _ = _special(tokenizer, model)
-    input_ids = check_token_ids(input_ids, model, "input_ids")
     adapter = adapter_for(model)
     n_exp = adapter.n_experts(model.config)
     routers = _routers(model)
