@@ -65,5 +65,8 @@ def test_load_svd_folder_and_official_checkpoint(components, tmp_path):
     )  # float32 round-off only
     with pytest.raises(ValueError, match="pose_net"):
         convert_official_checkpoint({"unet.conv_in.weight": torch.zeros(1)})
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="mimicmotion_checkpoint not found"):
         load_mimicmotion(tmp_path / "svd", tmp_path / "missing.pth")
+    # a mistyped local folder is an error naming it, not a Hub lookup
+    with pytest.raises(FileNotFoundError, match=r"svd_path .*svd-typo.* not a local"):
+        load_mimicmotion(tmp_path / "svd-typo", tmp_path / "MimicMotion.pth")

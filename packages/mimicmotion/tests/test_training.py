@@ -100,3 +100,17 @@ def test_write_video(tmp_path):
     assert (tmp_path / "v.gif").stat().st_size > 0
     with pytest.raises(ValueError, match=r"gif or \.mp4"):
         write_video(frames, tmp_path / "v.avi")
+
+
+def test_mp4_without_its_extra_says_what_to_install(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a),
+    )
+    with pytest.raises(ImportError, match=r"pip install 'mimicmotion\[mp4\]'"):
+        write_video(np.zeros((2, 8, 8, 3)), tmp_path / "v.mp4")
+    assert not (tmp_path / "v.mp4").exists()

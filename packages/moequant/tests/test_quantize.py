@@ -8,7 +8,15 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from moequant import ADAPTERS, QuantExperts, QuantLinear, QuantRouter, quantize
+from moequant import (
+    ADAPTERS,
+    QuantExperts,
+    QuantLinear,
+    QuantRouter,
+    expert_balance,
+    perplexity,
+    quantize,
+)
 from moequant.io import load_quantized, save_quantized
 
 from .conftest import mixtral, qwen2_moe
@@ -107,6 +115,17 @@ def test_bad_input(calibration):
         quantize(mixtral(), [])
     with pytest.raises(ValueError, match="method"):
         quantize(mixtral(), calibration, method="awq")
+    # token ids past the vocabulary (96) are refused before any forward pass, naming the
+    # argument (before: an IndexError from inside nn.Embedding)
+    too_big = torch.full((2, 8), 96)
+    with pytest.raises(ValueError, match=r"calibration must hold token ids in \[0, 96\)"):
+        quantize(mixtral(), too_big)
+    with pytest.raises(ValueError, match=r"token_ids must hold token ids in \[0, 96\)"):
+        perplexity(mixtral(), torch.arange(90, 110), seq_len=4)
+    with pytest.raises(ValueError, match=r"input_ids must hold token ids in \[0, 96\)"):
+        expert_balance(mixtral(), -torch.ones(2, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="token_ids must hold integer token ids"):
+        perplexity(mixtral(), torch.rand(40), seq_len=4)
     torch.manual_seed(0)
     dense = LlamaForCausalLM(
         LlamaConfig(

@@ -70,6 +70,19 @@ def test_missing_values_are_accepted(clf, data):
     assert np.isfinite(proba).all()
 
 
+def test_a_column_or_a_table_with_no_observed_value_is_missing_data(clf, data):
+    X, y = data
+    X = X.copy()
+    X[:, 1] = np.nan  # nothing observed in this column: every normalizer skips it
+    proba = clf.fit(X[:80], y[:80]).predict_proba(X[80:])
+    assert np.isfinite(proba).all() and np.allclose(proba.sum(1), 1)
+    blank = np.full((120, X.shape[1]), np.nan)
+    proba = clf.fit(blank[:80], y[:80]).predict_proba(blank[80:])
+    # identical (empty) rows: one prediction for all, and a probability distribution
+    assert np.isfinite(proba).all() and np.allclose(proba, proba[0])
+    assert np.allclose(proba.sum(1), 1)
+
+
 def test_categorical_columns_with_strings(clf, data):
     X, y = data
     colours = np.array(["red", "green", "blue"])[np.random.default_rng(3).integers(0, 3, 120)]

@@ -14,7 +14,7 @@ profile's severities). Every method makes one online pass over the same stream:
 
 Each row records accuracy, wall time of the pass (``time_s``) and its extra over the
 source model's pass (``extra_time_s``: for LinearTCA exactly its alignment step), and peak
-tensor memory of the pass (``peak_mem_mb``, :class:`~linear_tca.memory.TensorMemoryTracker`)
+tensor memory of the pass (``peak_mem_mb``, :class:`~icml25_core.memory.TensorMemoryTracker`)
 with its extra over the source pass (``extra_mem_mb``; LinearTCA's alignment step runs
 after the forward passes' transient activations are freed, so its peak can stay below the
 source pass's: ``step_mem_mb`` is the step's own peak, the stored embeddings included).

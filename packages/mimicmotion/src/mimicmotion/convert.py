@@ -59,6 +59,14 @@ def load_mimicmotion(
     ``strict=False``, as upstream: the checkpoint may omit unchanged tensors).
     """
     svd_path = Path(svd_path)
+    if not (svd_path / "unet").is_dir():
+        raise FileNotFoundError(
+            f"svd_path {str(svd_path)!r} is not a local Stable Video Diffusion folder (no 'unet' "
+            "subfolder); download one first, e.g. huggingface_hub.snapshot_download("
+            "'stabilityai/stable-video-diffusion-img2vid-xt-1-1')"
+        )
+    if not Path(mimicmotion_checkpoint).is_file():
+        raise FileNotFoundError(f"mimicmotion_checkpoint not found: {mimicmotion_checkpoint}")
     kw = {"torch_dtype": torch_dtype}
     unet = MimicMotionUNet.from_pretrained(svd_path, subfolder="unet", **kw)
     unet_sd, pose_sd = convert_official_checkpoint(read_checkpoint(mimicmotion_checkpoint))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import torch
 
@@ -170,6 +172,8 @@ def write_video(frames, path, fps: int = 7) -> None:
     if path.endswith(".gif"):
         iio.imwrite(path, arr, duration=1000 / fps, loop=0)
     elif path.endswith(".mp4"):
+        if importlib.util.find_spec("imageio_ffmpeg") is None:
+            raise ImportError("writing .mp4 needs imageio-ffmpeg: pip install 'mimicmotion[mp4]'")
         iio.imwrite(path, arr, fps=fps, codec="libx264")
     else:
         raise ValueError(f"path must end in .gif or .mp4, got {path!r}")

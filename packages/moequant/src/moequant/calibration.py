@@ -25,6 +25,7 @@ from torch import nn
 from icml25_core import track
 
 from .adapters import adapter_for, get, moe_block
+from .token_ids import check_token_ids
 
 
 def _routers(model: nn.Module) -> list[nn.Module]:
@@ -50,6 +51,7 @@ def _recording(routers: list[nn.Module]):
 
 def routing_counts(model: nn.Module, input_ids: torch.Tensor, batch_size: int = 16) -> torch.Tensor:
     """Top-k routing counts per sequence, MoE layer and expert: ``(n, layers, experts)``."""
+    input_ids = check_token_ids(input_ids, model, "input_ids")
     adapter = adapter_for(model)
     n_exp = adapter.n_experts(model.config)
     routers = _routers(model)

@@ -7,6 +7,8 @@ import math
 import torch
 from torch import nn
 
+from .token_ids import check_token_ids
+
 
 @torch.no_grad()
 def perplexity(
@@ -14,7 +16,7 @@ def perplexity(
 ) -> float:
     """``exp`` of the mean next-token negative log-likelihood over non-overlapping windows
     of ``seq_len`` tokens of the 1-D ``token_ids`` (the last partial window is dropped)."""
-    token_ids = torch.as_tensor(token_ids).reshape(-1)
+    token_ids = check_token_ids(token_ids, model, "token_ids").reshape(-1)
     n = token_ids.numel() // seq_len
     if n == 0:
         raise ValueError(f"token_ids has {token_ids.numel()} tokens, fewer than seq_len={seq_len}")

@@ -37,6 +37,7 @@ from .adapters import MoEAdapter, adapter_for, get, moe_block
 from .gptq_solver import Hessian, gptq, reconstruction_error
 from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
 from .quantizer import QuantizedWeight, check_bits, check_group_size, rtn
+from .token_ids import check_token_ids
 
 METHODS = ("moequant", "gptq", "rtn")
 
@@ -322,7 +323,7 @@ def quantize(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     check_bits(bits)
-    calibration = _calibration_tensor(calibration)
+    calibration = check_token_ids(_calibration_tensor(calibration), model, "calibration")
     try:
         adapter = adapter_for(model)
     except ValueError:

@@ -45,6 +45,13 @@ class Normalizer:
         self.method = method
 
     def fit(self, X: np.ndarray) -> Normalizer:
+        # a column with no observed training value (all NaN: all missing) has nothing to
+        # fit; it stays missing for training and test rows alike
+        self.observed_ = ~np.isnan(X).all(axis=0)
+        if not self.observed_.any():
+            self.transformer_ = None
+            return self
+        X = X[:, self.observed_]
         if self.method == "power":
             self.transformer_ = PowerTransformer(method="yeo-johnson", standardize=True)
         elif self.method == "quantile":
@@ -74,13 +81,16 @@ class Normalizer:
         clipped to the training rows' transformed range."""
         if self.transformer_ is None:
             return X
+        out = X.copy()
+        X = X[:, self.observed_]
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             Z = self.transformer_.transform(X)
         overflow = ~np.isfinite(Z) & ~np.isnan(X)
         if overflow.any():
             Z = np.where(overflow, np.where(Z > 0, self.high_, self.low_), Z)
-        return np.where(self.passthrough_, X, Z)
+        out[:, self.observed_] = np.where(self.passthrough_, X, Z)
+        return out
 
 
 @dataclass(frozen=True)

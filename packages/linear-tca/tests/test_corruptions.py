@@ -1,10 +1,10 @@
-"""The generated shifts and the tensor-memory meter."""
+"""The generated shifts."""
 
 import pytest
 import torch
 from torch import nn
 
-from linear_tca import CORRUPTIONS, AffineFeatureShift, TensorMemoryTracker, corrupt
+from linear_tca import CORRUPTIONS, AffineFeatureShift, corrupt
 
 
 @pytest.fixture
@@ -51,35 +51,3 @@ def test_affine_feature_shift_is_spd_and_affine():
     assert float(torch.linalg.eigvalsh(A).min()) > 0
     z = torch.randn(4, 6)
     torch.testing.assert_close(shift(z), z @ shift.A + shift.b)
-
-
-def test_memory_tracker_counts_live_tensors_and_releases_them():
-    with TensorMemoryTracker() as mem:
-        a = torch.ones(1000)  # 4000 bytes
-        b = a * 2  # 4000 more
-    assert mem.peak_bytes >= 8000
-    del a, b
-    with TensorMemoryTracker() as mem:
-        for _ in range(10):
-            t = torch.ones(1000)
-            del t
-    assert 4000 <= mem.peak_bytes < 8000  # freed each time: never two at once
-
-
-def test_memory_tracker_ignores_views_and_in_place_updates_of_older_tensors():
-    weight = torch.ones(10_000)
-    with TensorMemoryTracker() as mem:
-        weight.add_(1.0)
-        view = weight[:5000]
-        view.mul_(2.0)
-    assert mem.peak_bytes == 0
-
-
-def test_memory_tracker_sees_autograd_saved_activations():
-    layer = nn.Linear(100, 100)
-    x = torch.randn(256, 100)
-    with TensorMemoryTracker() as no_grad_mem, torch.no_grad():
-        layer(x).relu().sum()
-    with TensorMemoryTracker() as grad_mem:
-        layer(x).relu().sum().backward()
-    assert grad_mem.peak_bytes > no_grad_mem.peak_bytes
