@@ -1,0 +1,129 @@
+"""Socialized pairs, experts, training, persistence and bad input."""
+
+import pytest
+import torch
+from torch import nn
+
+from disc_coevo import (
+    Socialized,
+    StagedExpert,
+    TinyResNet,
+    accuracy,
+    coevolve,
+    from_resnet,
+    load_weights,
+    save_weights,
+    train,
+)
+
+
+def test_fusion_modes_have_the_right_widths(experts, images):
+    a, b = experts()
+    x, _ = images
+    for fusion in ("disc", "mean", "concat", "none"):
+        pair = Socialized(a, b, 3, (1, 8, 8), fusion=fusion).eval()
+        assert pair(x).shape == (10, 3)
+    assert Socialized(a, b, 3, (1, 8, 8), fusion="concat").head.in_features == 16
+
+
+def test_resnet_layout_adapter_shares_modules():
+    class ResNetLike(nn.Module):  # torchvision's attribute names
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1, self.relu = (
+                nn.Conv2d(1, 4, 3, padding=1),
+                nn.BatchNorm2d(4),
+                nn.ReLU(),
+            )
+            self.maxpool = nn.Identity()
+            self.layer1, self.layer2 = nn.Conv2d(4, 4, 3, padding=1), nn.Conv2d(4, 8, 3, 2, 1)
+            self.fc = nn.Linear(8, 5)
+
+    net = ResNetLike()
+    expert = from_resnet(net, stages=("layer1", "layer2"))
+    assert expert.stages["layer1"] is net.layer1 and expert.head is net.fc
+    assert expert(torch.rand(2, 1, 8, 8)).shape == (2, 5)
+    with pytest.raises(TypeError, match="lacks"):
+        from_resnet(nn.Linear(2, 2))
+
+
+def test_training_learns_and_coevolve_trains_both_directions(experts):
+    a, b = experts()
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(48, 1, 8, 8, generator=g, dtype=torch.float64)
+    y = (x.mean(dim=(1, 2, 3)) > x.mean()).long()  # brightness: learnable
+    pair = Socialized(a, b, 2, (1, 8, 8))
+    history = train(pair, x, y, epochs=15, batch_size=16, lr=3e-3)
+    assert history[-1] < history[0] and pair.step == 15 * 3
+    assert accuracy(pair, x, y) > 0.8
+    a, b = experts()
+    b_before = {k: v.clone() for k, v in b.state_dict().items()}
+    sa, sb = coevolve(a, b, (x, y, 3), (x, y, 2), (1, 8, 8), epochs=2, batch_size=16)
+    assert sa.main is a and sb.main is b and sa.aux is not b and sb.aux is not a
+    assert sa.head is a.head  # A's own 3-class head keeps training
+    assert any(not torch.equal(v, b_before[k]) for k, v in b.state_dict().items())  # B learnt too
+
+
+def test_save_and_load_weights(experts, tmp_path):
+    a, b = experts()
+    pair = Socialized(a, b, 3, (1, 8, 8))
+    save_weights(pair, tmp_path / "ck", epoch=3)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        save_weights(pair, tmp_path / "ck")
+    c, d = experts(seed=1)
+    other = Socialized(c, d, 3, (1, 8, 8))
+    assert load_weights(other, tmp_path / "ck") == {"epoch": 3}
+    for k, v in pair.state_dict().items():
+        torch.testing.assert_close(other.state_dict()[k], v, rtol=0, atol=0)
+    (tmp_path / "ck" / "model.safetensors").write_bytes(b"broken")
+    with pytest.raises(ValueError, match=r"model\.safetensors"):
+        load_weights(other, tmp_path / "ck")
+    with pytest.raises(FileNotFoundError, match="no weights"):
+        load_weights(other, tmp_path / "missing")
+
+
+def test_training_writes_checkpoints(experts, tmp_path):
+    a, b = experts()
+    x = torch.rand(8, 1, 8, 8, dtype=torch.float64)
+    train(
+        Socialized(a, b, 2, (1, 8, 8)),
+        x,
+        torch.arange(8) % 2,
+        epochs=2,
+        checkpoint_dir=tmp_path / "run",
+    )
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+    assert (tmp_path / "run" / "meta.json").read_text() == '{"epoch": 2}'
+
+
+def test_bad_input_is_refused(experts, images):
+    a, b = experts()
+    x, y = images
+    with pytest.raises(TypeError, match="StagedExpert"):
+        Socialized(nn.Linear(2, 2), b, 3, (1, 8, 8))
+    with pytest.raises(ValueError, match=r"stages \['layer9'\] are not stages"):
+        Socialized(a, b, 3, (1, 8, 8), stages=["layer9"])
+    with pytest.raises(ValueError, match="not stages of the auxiliary expert"):
+        Socialized(a, b, 3, (1, 8, 8), sources={"layer1": ["conv"], "layer2": ["layer1"]})
+    with pytest.raises(ValueError, match=r"input_shape \(3, 8, 8\) does not fit"):
+        Socialized(a, b, 3, (3, 8, 8))
+    with pytest.raises(ValueError, match=r"input_shape must be \(C, H, W\)"):
+        Socialized(a, b, 3, (8, 8))
+    wide = TinyResNet(2, widths=(4, 8, 16)).double()
+    with pytest.raises(ValueError, match="fusion='concat'"):
+        Socialized(a, wide, 3, (1, 8, 8))
+    with pytest.raises(ValueError, match="fusion must be one of"):
+        Socialized(a, b, 3, (1, 8, 8), fusion="sum")
+    pair = Socialized(a, b, 3, (1, 8, 8))
+    with pytest.raises(ValueError, match=r"X must be float images \(N, C, H, W\)"):
+        train(pair, x[:, 0], y)
+    with pytest.raises(ValueError, match="X must be finite"):
+        train(pair, torch.full_like(x, float("nan")), y)
+    with pytest.raises(ValueError, match="matching X's 10 rows"):
+        train(pair, x, y[:5])
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        train(pair, x, y, optimizer="lbfgs")
+    with pytest.raises(ValueError, match="at least 2 images"):
+        train(pair, x[:1], y[:1])
+    with pytest.raises(ValueError, match="stages must name at least one stage"):
+        StagedExpert(nn.Identity(), {}, nn.Identity())
