@@ -4,8 +4,12 @@ Measured (quick, 3 seeds): new task (digit mod 3, 10 % labels) DISC 0.895 vs A a
 0.911, hierarchical collaboration only 0.907, concat 0.898, fixed fusion 0.894, B alone
 0.876; the selective fusion gives the parity expert 17-18 % of the weight. Existing tasks
 after continued training, DISC vs alone: identity 0.983 vs 0.984, parity 0.986 vs 0.988.
-The new-task claim did not hold at this scale (the parity expert knows nothing about the
-digit modulo 3 that the identity expert does not); the existing-task claim held.
+With one thread per process (as the test suite runs under xdist) the same seeds give
+DISC 0.899 vs A alone 0.920, hierarchical only 0.904, identity 0.985 vs 0.981, parity
+0.989 vs 0.989: the quick numbers move by about a point with the floating-point order.
+The new-task claim did not hold at this scale; the existing-task claim held. Margins: 3
+points for new-task differences (about three standard errors of a 3-seed mean on 270
+test images), 1 point for keeping an existing task.
 """
 
 from pathlib import Path
@@ -32,9 +36,9 @@ def test_collaboration_keeps_both_existing_tasks(rows):
 @pytest.mark.claim
 def test_new_task_gains_nothing_over_the_main_expert_at_this_scale(rows):
     alone = mean_metric(rows, "accuracy", "A alone")
-    # did not hold: DISC is within 3 points of A alone (measured 1.6 below), and the
-    # hierarchical part alone is within 1 point (measured 0.4 below)
+    # did not hold: DISC is within 3 points of A alone (measured 1.6 and 2.1 below), and
+    # so is the hierarchical part alone (measured 0.4 and 1.6 below)
     assert abs(mean_metric(rows, "accuracy", DISC) - alone) <= 0.03
-    assert mean_metric(rows, "accuracy", ABLATION) >= alone - 0.01
+    assert mean_metric(rows, "accuracy", ABLATION) >= alone - 0.03
     # the selective fusion leans on the more confident main expert
     assert mean_metric(rows, "aux_weight", DISC) < 0.3
