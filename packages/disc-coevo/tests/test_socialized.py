@@ -10,6 +10,7 @@ from disc_coevo import (
     TinyResNet,
     accuracy,
     coevolve,
+    from_feature_net,
     from_resnet,
     load_weights,
     save_weights,
@@ -45,6 +46,41 @@ def test_resnet_layout_adapter_shares_modules():
     assert expert(torch.rand(2, 1, 8, 8)).shape == (2, 5)
     with pytest.raises(TypeError, match="lacks"):
         from_resnet(nn.Linear(2, 2))
+
+
+def test_timm_features_only_layout_adapter():
+    class FeatureListNetLike(nn.ModuleDict):  # timm's features_only layout
+        def __init__(self):
+            super().__init__(
+                {
+                    "conv1": nn.Conv2d(1, 4, 3, padding=1),
+                    "act1": nn.ReLU(),
+                    "layer1": nn.Conv2d(4, 4, 3, padding=1),
+                    "layer2": nn.Conv2d(4, 8, 3, 2, 1),
+                }
+            )
+            self.return_layers = {"act1": "0", "layer2": "1"}
+
+        def forward(self, x):
+            out = []
+            for name, module in self.items():
+                x = module(x)
+                if name in self.return_layers:
+                    out.append(x)
+            return out
+
+    net = FeatureListNetLike()
+    expert = from_feature_net(net)
+    assert expert.stage_names == ["act1", "layer2"]
+    x = torch.rand(2, 1, 8, 8)
+    feats = expert.features(x)
+    for got, want in zip((feats["act1"], feats["layer2"]), net(x), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    a = TinyResNet(3, widths=(4, 4, 8))
+    pair = Socialized(a, expert, 3, (1, 8, 8), stages=["layer1", "layer2"])
+    assert pair(x).shape == (2, 3)
+    with pytest.raises(TypeError, match="features_only"):
+        from_feature_net(nn.Sequential(nn.Identity()))
 
 
 def test_training_learns_and_coevolve_trains_both_directions(experts):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the public API, imported on first use (the entry point stay
         stage_transform,
     )
     from .data import TASKS, DigitsSplit, digits_split
-    from .experts import StagedExpert, TinyResNet, from_resnet
+    from .experts import StagedExpert, TinyResNet, from_feature_net, from_resnet
     from .socialized import FUSIONS, Socialized
     from .training import OPTIMIZERS, accuracy, coevolve, load_weights, save_weights, train
 
@@ -48,6 +48,7 @@ __all__ = [
     "accuracy",
     "coevolve",
     "digits_split",
+    "from_feature_net",
     "from_resnet",
     "fusion_weights",
     "load_weights",

@@ -6,6 +6,9 @@ callable stage by stage.
   global average pooling, a linear ``head`` for the expert's own task).
 - :func:`from_resnet`: a torchvision or timm ResNet (``conv1``, ``bn1``, ``relu`` /
   ``act1``, ``maxpool``, ``layer1..layer4``, ``fc``), its modules shared, not copied.
+- :func:`from_feature_net`: a timm ``features_only`` model (``FeatureListNet`` /
+  ``FeatureDictNet``: modules run in order, ``return_layers`` naming the taps), one
+  stage per tap.
 - :class:`TinyResNet`: a small ResNet for 8x8 to 64x64 images, the experiment's experts.
 """
 
@@ -16,7 +19,7 @@ from torch import nn
 
 from icml25_core import check_scalar
 
-__all__ = ["StagedExpert", "TinyResNet", "from_resnet"]
+__all__ = ["StagedExpert", "TinyResNet", "from_feature_net", "from_resnet"]
 
 
 class StagedExpert(nn.Module):
@@ -74,6 +77,26 @@ def from_resnet(model: nn.Module, stages=("layer1", "layer2", "layer3", "layer4"
     stem = nn.Sequential(model.conv1, model.bn1, act, model.maxpool)
     head = getattr(model, "fc", None) or nn.Identity()
     return StagedExpert(stem, {n: getattr(model, n) for n in stages}, head)
+
+
+def from_feature_net(model: nn.Module) -> StagedExpert:
+    """A timm ``features_only`` model (``timm.create_model(name, features_only=True)``) as a
+    :class:`StagedExpert`: its modules in order, cut after each tapped module
+    (``model.return_layers``), one stage per tap named by it; no head (the pooled
+    feature of the last tap is the output). The modules are shared, not copied."""
+    taps = getattr(model, "return_layers", None)
+    if not isinstance(model, nn.ModuleDict) or not taps:
+        raise TypeError(
+            "model is not a timm features_only network (an nn.ModuleDict run in order with "
+            "return_layers); use from_resnet or build a StagedExpert from its stages"
+        )
+    stages, group = {}, []
+    for name, module in model.items():
+        group.append(module)
+        if name in taps:
+            stages[name] = group[0] if len(group) == 1 else nn.Sequential(*group)
+            group = []
+    return StagedExpert(nn.Identity(), stages, nn.Identity())
 
 
 class _Block(nn.Module):
