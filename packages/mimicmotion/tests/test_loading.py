@@ -70,3 +70,14 @@ def test_load_svd_folder_and_official_checkpoint(components, tmp_path):
     # a mistyped local folder is an error naming it, not a Hub lookup
     with pytest.raises(FileNotFoundError, match=r"svd_path .*svd-typo.* not a local"):
         load_mimicmotion(tmp_path / "svd-typo", tmp_path / "MimicMotion.pth")
+
+
+def test_components_need_no_torchvision_and_say_nothing():
+    # transformers >= 5 warns (once per process) when CLIPImageProcessor falls back to its
+    # PIL backend because torchvision is missing; the package asks for that backend by name
+    import subprocess
+    import sys
+
+    code = "from mimicmotion.components import tiny_components; tiny_components(0)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "requires torchvision" not in proc.stderr

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import torch
 from diffusers import AutoencoderKLTemporalDecoder, EulerDiscreteScheduler
-from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModelWithProjection
+from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
+
+try:  # transformers >= 5: the PIL backend by name (the default one needs torchvision)
+    from transformers import CLIPImageProcessorPil as CLIPProcessor
+except ImportError:  # transformers 4: PIL is the only backend
+    from transformers import CLIPImageProcessor as CLIPProcessor
 
 from .posenet import PoseNet
 from .unet import MimicMotionUNet
@@ -66,6 +71,6 @@ def tiny_components(seed: int = 0) -> dict:
         ),
         "unet": MimicMotionUNet(**TINY_UNET),
         "scheduler": svd_scheduler(),
-        "feature_extractor": CLIPImageProcessor(crop_size=224, size=224),
+        "feature_extractor": CLIPProcessor(crop_size=224, size=224),
         "pose_net": PoseNet(out_channels=TINY_UNET["block_out_channels"][0]),
     }

@@ -7,8 +7,9 @@ from pathlib import Path
 import torch
 from diffusers import AutoencoderKLTemporalDecoder, EulerDiscreteScheduler
 from safetensors.torch import load_file
-from transformers import CLIPImageProcessor, CLIPVisionModelWithProjection
+from transformers import CLIPVisionModelWithProjection
 
+from .components import CLIPProcessor
 from .pipeline import MimicMotionPipeline
 from .posenet import PoseNet
 from .unet import MimicMotionUNet
@@ -82,8 +83,6 @@ def load_mimicmotion(
         ),
         unet=unet,
         scheduler=EulerDiscreteScheduler.from_pretrained(svd_path, subfolder="scheduler"),
-        feature_extractor=CLIPImageProcessor.from_pretrained(
-            svd_path, subfolder="feature_extractor"
-        ),
+        feature_extractor=CLIPProcessor.from_pretrained(svd_path, subfolder="feature_extractor"),
         pose_net=pose_net.to(torch_dtype),
     )
