@@ -103,6 +103,24 @@ def test_resume_matches_an_uninterrupted_run(data, tmp_path):
         )
 
 
+def test_resume_refuses_a_checkpoint_assembled_from_different_steps(data, tmp_path):
+    import shutil
+
+    OTP(**SMALL).fit(*data, n_iter=10, batch_size=32, checkpoint_dir=tmp_path / "a")
+    OTP(**SMALL).fit(*data, n_iter=20, batch_size=32, checkpoint_dir=tmp_path / "b")
+    for name in ("optimizer.safetensors", "model.safetensors", "config.json"):
+        mixed = tmp_path / f"mixed-{name}"
+        shutil.copytree(tmp_path / "a", mixed)
+        shutil.copy(tmp_path / "b" / name, mixed / name)
+        with pytest.raises(ValueError, match=rf"{name}.*parts disagree"):
+            OTP(**SMALL).fit(*data, n_iter=30, batch_size=32, checkpoint_dir=mixed, resume=True)
+    gone = tmp_path / "gone"
+    shutil.copytree(tmp_path / "a", gone)
+    (gone / "optimizer.safetensors").unlink()
+    with pytest.raises(ValueError, match=r"optimizer\.safetensors is missing"):
+        OTP(**SMALL).fit(*data, n_iter=30, batch_size=32, checkpoint_dir=gone, resume=True)
+
+
 def test_callable_samplers(data):
     rng = np.random.default_rng(1)
     model = OTP(**SMALL).fit(lambda n: rng.normal(size=(n, 2)), data[1], n_iter=10, batch_size=8)

@@ -2,12 +2,18 @@
 
 A checkpoint folder is a :meth:`~otp_map.NeuralOT.save_pretrained` folder plus
 ``optimizer.safetensors`` (every optimizer's state tensors and the random generator's state)
-and ``training_state.json`` (the step, and each optimizer's ``param_groups`` and the names
-of its state tensors). Tensors and JSON only: nothing is unpickled.
+and ``training_state.json`` (the step, each optimizer's ``param_groups`` and the names
+of its state tensors, and a manifest: the SHA-256 of every other file of the folder).
+Tensors and JSON only: nothing is unpickled.
+
+The folder is written atomically as a whole; the manifest also catches a checkpoint put
+together by hand from parts of different ones (a file copied in from another step):
+:func:`verify_manifest` refuses it, naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -42,7 +48,49 @@ def save_training_state(
                 meta[name]["state"][str(idx)].append(key)
     tensors["generator"] = generator.get_state().cpu()
     save_file(tensors, folder / OPTIMIZER)
-    (folder / STATE).write_text(json.dumps({"step": step, "optimizers": meta}))
+    manifest = {
+        f.name: _digest(f) for f in sorted(folder.iterdir()) if f.is_file() and f.name != STATE
+    }
+    (folder / STATE).write_text(
+        json.dumps({"step": step, "optimizers": meta, "manifest": manifest})
+    )
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_manifest(folder: str | Path) -> int:
+    """The step of the checkpoint in ``folder`` after checking that every file its manifest
+    lists is there with the content it was saved with.
+
+    Raises
+    ------
+    ValueError
+        If ``training_state.json`` is corrupt, or a listed file is missing or changed (the
+        file is named). Checkpoints written before the manifest existed (otp-map < 0.2.2)
+        are accepted unchecked.
+    """
+    folder = Path(folder)
+    try:
+        state = json.loads((folder / STATE).read_text())
+        step, manifest = int(state["step"]), state.get("manifest")
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{folder / STATE} is corrupt: {err!r}") from None
+    for name, digest in (manifest or {}).items():
+        path = folder / name
+        if not path.is_file():
+            raise ValueError(f"{path} is missing from the checkpoint saved at step {step}")
+        if _digest(path) != digest:
+            raise ValueError(
+                f"{path} is not the file saved with this checkpoint at step {step} (its content "
+                "changed): the checkpoint's parts disagree; refusing to resume from it"
+            )
+    return step
 
 
 def load_training_state(

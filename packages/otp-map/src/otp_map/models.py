@@ -505,7 +505,13 @@ class NeuralOT:
         return path
 
     def _load_checkpoint(self, path: Path, dev: torch.device) -> None:
+        step = checkpoint.verify_manifest(path)
         loaded = type(self).from_pretrained(path, cost=self.cost, device=self.device)
+        if loaded.step_ != step:
+            raise ValueError(
+                f"the checkpoint in {path} disagrees with itself: its model is at step "
+                f"{loaded.step_}, its training state at step {step}"
+            )
         if loaded._params() != self._params() or loaded.schedule != self.schedule:
             raise ValueError(
                 f"the checkpoint in {path} was written with other settings "
