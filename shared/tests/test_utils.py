@@ -210,3 +210,20 @@ def test_as_float_array_refuses_complex_and_accepts_array_likes():
     assert out.dtype == np.float64 and out.tolist() == [[1.0, 0.5], [2.0, 1.5]]
     with pytest.raises(TypeError, match="X must be real"):
         check_array(np.ones(3, dtype=complex), "X")
+
+
+def test_available_memory_and_check_memory(monkeypatch):
+    import icml25_core.validation as validation
+    from icml25_core import available_memory, check_memory
+
+    free = available_memory()
+    assert free is None or free > 0
+    check_memory(1024, "n")  # a kilobyte always fits
+    monkeypatch.setattr(validation, "available_memory", lambda device="cpu": 2**30)
+    check_memory(2**29, "batch_size")
+    with pytest.raises(
+        ValueError, match=r"batch_size: .* at least 2\.0 GiB \(the batch\), more than the 1\.0 GiB"
+    ):
+        check_memory(2**31, "batch_size", what="the batch")
+    monkeypatch.setattr(validation, "available_memory", lambda device="cpu": None)
+    check_memory(2**60, "n")  # unknown: nothing is checked

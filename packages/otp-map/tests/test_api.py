@@ -121,6 +121,23 @@ def test_resume_refuses_a_checkpoint_assembled_from_different_steps(data, tmp_pa
         OTP(**SMALL).fit(*data, n_iter=30, batch_size=32, checkpoint_dir=gone, resume=True)
 
 
+def test_requests_that_cannot_fit_are_refused_with_the_estimate(data, fitted, monkeypatch):
+    import icml25_core.validation as validation
+
+    # far beyond any machine: refused from the estimate, before sampling a batch
+    with pytest.raises(ValueError, match=r"batch_size: .* at least .*TiB"):
+        OTP(**SMALL).fit(*data, n_iter=1, batch_size=10**13)
+    with pytest.raises(
+        ValueError, match=r"n_samples: .* TiB \(1000000000000 samples of 5 points\)"
+    ):
+        fitted.transport(data[0][:5], n_samples=10**12)
+    # against a small machine: 1 MiB available
+    monkeypatch.setattr(validation, "available_memory", lambda device="cpu": 2**20)
+    with pytest.raises(ValueError, match=r"batch_size: .*more than the 1\.0 MiB available"):
+        OTP(**SMALL).fit(*data, n_iter=1, batch_size=2**15)
+    assert fitted.transport(data[0][:5]).shape == (5, 2)  # small requests still run
+
+
 def test_callable_samplers(data):
     rng = np.random.default_rng(1)
     model = OTP(**SMALL).fit(lambda n: rng.normal(size=(n, 2)), data[1], n_iter=10, batch_size=8)

@@ -23,7 +23,14 @@ from .report import (
     save_figure,
     write_reports,
 )
-from .validation import as_float_array, check_array, check_choice, check_scalar
+from .validation import (
+    as_float_array,
+    available_memory,
+    check_array,
+    check_choice,
+    check_memory,
+    check_scalar,
+)
 
 __version__ = _version("icml25-core")
 
@@ -40,10 +47,12 @@ __all__ = [
     "Verdict",
     "__version__",
     "as_float_array",
+    "available_memory",
     "build_once",
     "cache_dir",
     "check_array",
     "check_choice",
+    "check_memory",
     "check_scalar",
     "compare",
     "discover_methods",

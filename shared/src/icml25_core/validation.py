@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -134,3 +135,50 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
     if value not in options:
         raise ValueError(f"{name} must be one of {options}, got {value!r}")
     return value
+
+
+def available_memory(device: Any = "cpu") -> int | None:
+    """Bytes a new allocation can take on ``device``: the free memory of a CUDA device
+    (``torch.cuda.mem_get_info``), else the host's available memory (Linux
+    ``MemAvailable``, or the free physical pages); ``None`` when it cannot be told."""
+    name = str(device)
+    if name.startswith("cuda"):
+        import torch
+
+        index = torch.device(name).index
+        return int(
+            torch.cuda.mem_get_info(index if index is not None else torch.cuda.current_device())[0]
+        )
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if nbytes < 1024 or unit == "TiB":
+            return f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.1f} TiB"  # pragma: no cover
+
+
+def check_memory(nbytes: float, name: str, *, device: Any = "cpu", what: str = "") -> None:
+    """Refuse a request whose estimated memory ``nbytes`` exceeds what ``device`` has
+    available (:func:`available_memory`), before anything is allocated: a ``ValueError``
+    naming the argument ``name``, the estimate and the available memory. Nothing is
+    checked when the available memory cannot be told."""
+    available = available_memory(device)
+    if available is not None and nbytes > available:
+        detail = f" ({what})" if what else ""
+        raise ValueError(
+            f"{name}: this request needs at least {_size(nbytes)}{detail}, more than the "
+            f"{_size(available)} available on {device}; use a smaller {name}"
+        )

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25_core import check_choice, check_scalar, make_progress, select_device
+from icml25_core import check_choice, check_memory, check_scalar, make_progress, select_device
 from icml25_core.hub import CONFIG_NAME, atomic_directory
 
 from . import checkpoint
@@ -247,6 +247,11 @@ class NeuralOT:
                 f"model was built for {tuple(self.net_config_['source_shape'])}/"
                 f"{tuple(self.net_config_['target_shape'])}"
             )
+        # each step holds two batches of samples, their noisy copies and the map's outputs
+        point = (math.prod(src_shape) + math.prod(tgt_shape)) * 4
+        check_memory(
+            4 * batch_size * point, "batch_size", device=dev, what="one training step's samples"
+        )
         cost = self._cost_fn()
         if self.cost is not None:
             check_cost(cost, src(2), tgt(2))
@@ -395,6 +400,11 @@ class NeuralOT:
         self._check_fitted()
         eps = self.eps_
         dev = next(self.map_net_.parameters()).device
+        if hasattr(x, "__len__"):  # the output, stacked once more: refuse before allocating
+            size = 2 * n_samples * len(x) * math.prod(self.net_config_["target_shape"]) * 4
+            check_memory(
+                size, "n_samples", device=dev, what=f"{n_samples} samples of {len(x)} points"
+            )
         gen = torch.Generator(device=dev)
         if seed is None:
             gen.seed()
