@@ -135,3 +135,7 @@ def test_training_lowers_the_loss(tiny_vae):
     assert not vae.training
     with pytest.raises(ValueError, match="epochs must be >="):
         train_vae(vae, tokens, epochs=0)
+    bad = tokens.clone()
+    bad[-1, -1] = 5  # out of range in the last row only
+    with pytest.raises(ValueError, match="vocab_size=5"):
+        train_vae(vae, bad, epochs=1)

@@ -33,12 +33,6 @@ class DigitsSplit:
     labelled: tuple[torch.Tensor, torch.Tensor]
     test: tuple[torch.Tensor, torch.Tensor]
 
-    @staticmethod
-    def labels(digits: torch.Tensor, task: str) -> torch.Tensor:
-        """Labels of ``task`` for the digits."""
-        fn, _ = TASKS[task]
-        return fn(digits)
-
 
 def digits_split(
     seed: int, label_fraction: float = 0.1, upstream_fraction: float = 0.5

@@ -309,8 +309,9 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
                 n_memory,
             )
 
-    def one_hot(self, tokens: torch.Tensor) -> torch.Tensor:
-        """``(B, L)`` token ids -> ``(B, L, V)`` one-hot in the model's dtype."""
+    def check_tokens(self, tokens) -> torch.Tensor:
+        """``tokens`` as a tensor on the model's device, after checking they are integer ids
+        ``(B, max_length)`` in ``[0, vocab_size)``; errors name ``tokens``."""
         tokens = torch.as_tensor(tokens, device=self.encoder.mu.weight.device)
         if tokens.dtype.is_floating_point or tokens.ndim != 2:
             raise ValueError(
@@ -322,7 +323,13 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
             )
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
             raise ValueError(f"tokens must lie in [0, vocab_size={self.vocab_size})")
-        return F.one_hot(tokens.long(), self.vocab_size).to(self.encoder.mu.weight.dtype)
+        return tokens.long()
+
+    def one_hot(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, L)`` token ids -> ``(B, L, V)`` one-hot in the model's dtype."""
+        return F.one_hot(self.check_tokens(tokens), self.vocab_size).to(
+            self.encoder.mu.weight.dtype
+        )
 
     def posterior(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mu, logvar)`` of ``q(z | tokens)``, each ``(B, latent_dim)``; the posterior

@@ -32,9 +32,8 @@ def train_vae(
     check_scalar(lr, "lr", low=0.0, low_inclusive=False)
     check_scalar(beta, "beta", low=0.0)
     torch.manual_seed(seed)
-    device = vae.encoder.mu.weight.device
-    data = torch.as_tensor(np.asarray(tokens), device=device)
-    vae.one_hot(data[:1])  # shape, dtype and range checks, naming tokens
+    data = vae.check_tokens(np.asarray(tokens))  # every row: shape, dtype and range
+    device = data.device
     opt = torch.optim.Adam(vae.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     history = []
