@@ -124,3 +124,15 @@ def test_problems_have_their_known_minima():
 def test_bad_input(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
         make()
+
+
+@pytest.mark.parametrize("cls", [DREBOSSL, BORE])
+def test_candidates_that_cannot_fit_in_memory_are_refused_before_allocating(cls, monkeypatch):
+    import icml25_core.validation
+
+    monkeypatch.setattr(icml25_core.validation, "available_memory", lambda device="cpu": 2**30)
+    wide = np.stack([np.zeros(10**6), np.ones(10**6)])  # 1000 candidates x 1e6 dims: 24 GB
+    with pytest.raises(ValueError, match=r"n_candidates: this request needs at least 22\.4 GiB"):
+        cls(wide)
+    cls(wide, n_candidates=10)  # 240 MB fits
+    cls([[0.0, 0.0], [1.0, 1.0]])  # the defaults on a small problem

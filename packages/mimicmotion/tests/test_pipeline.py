@@ -166,3 +166,17 @@ def test_nan_reference_image_and_nan_latents_from_a_callback_are_refused(compone
 
     with pytest.raises(ValueError, match="returned at step 0 must be finite"):
         _run(pipe, image, poses, tile_size=8, callback_on_step_end=poison)
+
+
+def test_a_resolution_that_cannot_fit_is_refused_with_the_estimate(components, inputs, monkeypatch):
+    import icml25_core.validation
+
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    image, poses = inputs
+    # 64x64, 8-frame windows with guidance: the estimate is a few hundred KiB
+    monkeypatch.setattr(icml25_core.validation, "available_memory", lambda device="cpu": 2**14)
+    with pytest.raises(ValueError, match=r"pose_frames: this request needs at least .* 64x64"):
+        pipe(image, poses, num_inference_steps=2, output_type="np", tile_size=8)
+    monkeypatch.setattr(icml25_core.validation, "available_memory", lambda device="cpu": 2**40)
+    assert _run(pipe, image, poses, tile_size=8).shape[:2] == (1, 12)

@@ -50,6 +50,23 @@ def test_no_test_leakage(clf, data):
     np.testing.assert_allclose(alone, a[:5], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("hierarchy", [False, True])
+def test_rows_go_through_in_bounded_blocks_with_the_same_result(tiny_model_path, data, hierarchy):
+    """predict_proba on many rows never builds views of more than batch_size rows, and
+    gives what one big block gives (12 classes exceed the tiny model's max_classes: the
+    hierarchy path)."""
+    X, y = data
+    y = np.arange(120) % 12 if hierarchy else y
+    kw = {"n_estimators": 2, "model_path": tiny_model_path, "device": "cpu"}
+    big = TabICLClassifier(**kw).fit(X[:80], y[:80])
+    small = TabICLClassifier(batch_size=7, **kw).fit(X[:80], y[:80])
+    seen = []
+    views = small._views
+    small._views = lambda rows: (seen.append(len(rows)), views(rows))[1]
+    np.testing.assert_allclose(small.predict_proba(X[80:]), big.predict_proba(X[80:]), atol=1e-6)
+    assert max(seen) == 7 and sum(seen) == 40
+
+
 def test_string_and_non_contiguous_labels_are_only_names(clf, data):
     """Labels that sort like 0..3 (strings, gaps) give exactly the predictions of 0..3."""
     X, y = data

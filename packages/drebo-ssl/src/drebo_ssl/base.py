@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25_core import check_array, check_scalar
+from icml25_core import check_array, check_memory, check_scalar
 
 from .labels import quantile_labels
 
@@ -211,6 +211,14 @@ class DensityRatioOptimizer(AskTellOptimizer):
         )
         self.n_candidates = check_scalar(n_candidates, "n_candidates", low=1, integer=True)
         self.n_starts = check_scalar(n_starts, "n_starts", low=1, integer=True)
+        # each suggestion holds the (n_candidates, d) float64 candidates and, inside the
+        # classifier, about two working copies of them (distances to the labelled points)
+        check_memory(
+            3 * 8.0 * self.n_candidates * self.dim,
+            "n_candidates",
+            what=f"{self.n_candidates} candidates of {self.dim} dimensions in float64, with the "
+            "classifier's working copies",
+        )
         self.threshold_ = None
 
     def _labels(self) -> np.ndarray | None:

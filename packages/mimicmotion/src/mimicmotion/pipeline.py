@@ -13,7 +13,7 @@ from diffusers.pipelines.stable_video_diffusion.pipeline_stable_video_diffusion 
 )
 from diffusers.utils.torch_utils import randn_tensor
 
-from icml25_core import check_array, check_scalar
+from icml25_core import check_array, check_memory, check_scalar
 
 from .fusion import check_tiling, fuse
 
@@ -62,6 +62,33 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
     def __init__(self, vae, image_encoder, unet, scheduler, feature_extractor, pose_net):
         super().__init__(vae, image_encoder, unet, scheduler, feature_extractor)
         self.register_modules(pose_net=pose_net)
+
+    def _check_memory(self, height, width, n_frames, tile_size, decode_chunk_size, cfg, output):
+        """Refuse a resolution whose activations cannot fit, before anything is allocated.
+
+        A lower bound: the input and output of one convolution at the UNet's first level
+        for one window (``2 x tile_size`` frames with guidance, ``block_out_channels[0]``
+        channels at the latent resolution) and, unless only latents are returned, at the
+        VAE decoder's last level (``decode_chunk_size`` frames, ``block_out_channels[0]``
+        channels at the output resolution).
+        """
+        itemsize = self.unet.dtype.itemsize
+        frames = (2 if cfg else 1) * min(tile_size, n_frames)
+        factor = self.vae_scale_factor
+        unet = 2 * frames * self.unet.config.block_out_channels[0] * (height // factor) * (
+            width // factor
+        )
+        vae = 0
+        if output != "latent":
+            chunk = min(decode_chunk_size, n_frames)
+            vae = 2 * chunk * self.vae.config.block_out_channels[0] * height * width
+        check_memory(
+            itemsize * max(unet, vae),
+            "pose_frames",
+            device=self._execution_device,
+            what=f"activations of one UNet window or VAE decode chunk at {height}x{width}; a "
+            "lower resolution, tile_size or decode_chunk_size needs less",
+        )
 
     @torch.no_grad()
     def __call__(
@@ -144,6 +171,7 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         device = self._execution_device
         cfg = guidance_scale > 1.0
         self._guidance_scale = guidance_scale
+        self._check_memory(height, width, n_frames, tile_size, decode_chunk_size, cfg, output_type)
 
         embeds = self._encode_image(image, device, 1, cfg)
         ref = self.video_processor.preprocess(image, height=height, width=width).to(device)

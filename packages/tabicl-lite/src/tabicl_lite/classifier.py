@@ -301,9 +301,19 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         return torch.cat(out, dim=1)
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """Log class probabilities, shape (n_samples, n_classes), columns as ``classes_``."""
+        """Log class probabilities, shape (n_samples, n_classes), columns as ``classes_``.
+
+        Rows go through in blocks of ``batch_size`` (the member views included), so the
+        working memory stays bounded however many rows ``X`` has; each row's result does
+        not depend on the others.
+        """
         check_is_fitted(self)
         Xf, _ = self._encode(X, reset=False)
+        blocks = range(0, Xf.shape[0], self.batch_size)
+        return np.concatenate([self._log_proba_block(Xf[s : s + self.batch_size]) for s in blocks])
+
+    def _log_proba_block(self, Xf: np.ndarray) -> np.ndarray:
+        """:meth:`predict_log_proba` of encoded rows ``Xf`` (n_rows, n_features)."""
         device = next(self.model_.parameters()).device
         train = torch.from_numpy(self.train_views_).to(device)
         test = torch.from_numpy(self._views(Xf)).to(device)
