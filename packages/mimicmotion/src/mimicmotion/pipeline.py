@@ -75,8 +75,12 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         itemsize = self.unet.dtype.itemsize
         frames = (2 if cfg else 1) * min(tile_size, n_frames)
         factor = self.vae_scale_factor
-        unet = 2 * frames * self.unet.config.block_out_channels[0] * (height // factor) * (
-            width // factor
+        unet = (
+            2
+            * frames
+            * self.unet.config.block_out_channels[0]
+            * (height // factor)
+            * (width // factor)
         )
         vae = 0
         if output != "latent":
