@@ -223,3 +223,20 @@ def test_gw_baseline_refuses_bad_input_naming_the_argument():
     E1, _, G = gw_barycentric_alignment(X1, X2, epsilon=5e-2)
     assert np.isfinite(E1).all() and E1.shape == (20, 2)
     np.testing.assert_allclose(G.sum(), 1.0, rtol=1e-6)
+
+
+def test_max_len_scales_the_target_space():
+    """max_len=1 is the default; the official notebooks' 1.3 changes the solution and still
+    aligns isometric views; nonsense is refused naming the argument."""
+    X = sheet(60, 0)
+    R = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
+    kw = {"grid": 12, "lam": [1.0, 10.0, 100.0], "eps": 5e-3, "n_iter": 12, "seed": 0}
+    base = JointEmbedding(**kw).fit(X, 3.0 * X @ R.T)
+    same = JointEmbedding(max_len=1.0, **kw).fit(X, 3.0 * X @ R.T)
+    np.testing.assert_array_equal(same.plan1_, base.plan1_)
+    wide = JointEmbedding(max_len=1.3, **kw).fit(X, 3.0 * X @ R.T)
+    assert np.abs(wide.plan1_ - base.plan1_).max() > 1e-4
+    assert foscttm(wide.embedding1_, wide.embedding2_) <= 0.05
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="max_len"):
+            JointEmbedding(max_len=bad, **kw).fit(X, X)

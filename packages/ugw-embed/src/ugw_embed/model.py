@@ -55,6 +55,10 @@ class JointEmbedding(BaseEstimator):
         Block-coordinate steps per value of ``lam``.
     grid : int
         Grid points per dimension of a named space (see :func:`~ugw_embed.make_space`).
+    max_len : float
+        Largest target distance: the target space's distances are scaled to maximum
+        ``max_len`` while both inputs are scaled to maximum 1 (the official wrapper's
+        ``max_len``: 1 by default, 1.3 in its notebooks, "between 1 and 1.5" in its README).
     init : {"perturbed", "product"}
         First initial coupling. ``"product"`` (the paper's code) starts both views at the
         product coupling :math:`\\xi_i \\otimes u`; distances, costs and this start are all
@@ -119,6 +123,7 @@ class JointEmbedding(BaseEstimator):
         "eps": [Interval(Real, 0, None, closed="neither")],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "grid": [Interval(Integral, 2, None, closed="left")],
+        "max_len": [Interval(Real, 0, None, closed="neither")],
         "init": [StrOptions({"perturbed", "product"})],
         "n_restarts": [Interval(Integral, 1, None, closed="left")],
         "seed": ["random_state"],
@@ -137,6 +142,7 @@ class JointEmbedding(BaseEstimator):
         eps: float = 1e-3,
         n_iter: int = 40,
         grid: int = 50,
+        max_len: float = 1.0,
         init: str = "perturbed",
         n_restarts: int = 1,
         seed: int | None = None,
@@ -151,6 +157,7 @@ class JointEmbedding(BaseEstimator):
         self.eps = eps
         self.n_iter = n_iter
         self.grid = grid
+        self.max_len = max_len
         self.init = init
         self.n_restarts = n_restarts
         self.seed = seed
@@ -233,7 +240,7 @@ class JointEmbedding(BaseEstimator):
         D1, D2 : array-like, shape (n1, n1), (n2, n2), optional
             Precomputed distance matrices instead of points (graphs, non-Euclidean data).
 
-        Both inputs are rescaled to maximal distance 1, like the target space.
+        Both inputs are rescaled to maximal distance 1, the target space to ``max_len``.
         """
         self._validate_params()
         lams = self._schedule()
@@ -246,7 +253,8 @@ class JointEmbedding(BaseEstimator):
             self._check_memory(d1.shape[0], d2.shape[0], space_size(self.space, self.grid))
         space = make_space(self.space, self.grid)
         self._check_memory(d1.shape[0], d2.shape[0], space.size)
-        dz_scale = float(space.distances.max())
+        check_scalar(self.max_len, "max_len", low=0.0, low_inclusive=False)  # NaN and inf too
+        dz_scale = float(space.distances.max()) / self.max_len  # space units per solver unit
         dz = space.distances / dz_scale
 
         to, back = _converters(self.device)
