@@ -13,7 +13,7 @@ FAST = {"epochs": 15, "patience": 15, "hidden": 8, "dim": 4, "device": "cpu"}
 
 def test_defaults_learn_the_easy_graph(small_graph):
     result = evaluate(GeoTLP(device="cpu"), small_graph.snapshots, groups=small_graph.region)
-    assert result["auc"] > 0.7
+    assert result["auc"] > 0.7  # measured 0.747 (1 and 2 threads alike)
     assert {"ap", "tree/auc", "geometric/auc"} <= set(result)
 
 
@@ -31,7 +31,9 @@ def test_every_model_fits_and_scores(small_graph, model):
     model.fit(small_graph.snapshots[:-1])
     scores = model.score(small_graph.snapshots[-1])
     assert 0 <= scores["auc"] <= 1 and scores["n_new"] >= 0
-    assert model.best_epoch_ < FAST["epochs"]
+    # the kept weights are the best validation epoch's, not the last or lowest-loss one
+    val = [entry["val_auc"] for entry in model.log_]
+    assert model.best_val_auc_ == max(val) == val[model.best_epoch_]
 
 
 def test_routing_follows_local_hyperbolicity(small_graph):

@@ -118,11 +118,9 @@ class TemporalLinkPredictor(BaseEstimator):
         first = T - 1 if self._static else 0
         state = net.init_state()
         total = torch.zeros((), device=dev)
-        for t in range(T):
+        for t in range(first, T):  # a static network keeps no state: only its last snapshot
             prev = state
             state = net.step(state, edges[t], deltas[t], x)
-            if t < first:
-                continue
             neg = negative_sampling(edges[t], num_nodes=n, num_neg_samples=pos[t].shape[1])
             loss = self._bce(net, state, pos[t], neg.to(dev))
             if t + 1 < T and self.evolution_weight > 0 and not self._static:
@@ -211,7 +209,7 @@ class TemporalLinkPredictor(BaseEstimator):
         net.eval()
         self.best_val_auc_ = best
         self.history_ = edges
-        self._cache = (edges, deltas, self._states(edges, deltas, xdev))
+        self._history_states = self._states(edges, deltas, xdev)
         return self
 
     def _build_net(self, n: int, in_channels: int | None):
@@ -222,11 +220,10 @@ class TemporalLinkPredictor(BaseEstimator):
         if not hasattr(self, "net_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted; call fit(snapshots)")
 
-    def _history_states(self, history):
+    def _states_for(self, history):
+        """The states after each snapshot of ``history`` (default: the observed ones)."""
         if history is None:
-            if not hasattr(self, "_cache"):
-                raise ValueError("this model holds no history; pass history=snapshots")
-            return self._cache[2]
+            return self._history_states
         edges, _ = check_snapshots(history, num_nodes=self.num_nodes_)
         xdev = None if self.x_ is None else self.x_.to(self.device_)
         return self._states(edges, self._deltas(edges, self.num_nodes_), xdev)
@@ -260,7 +257,7 @@ class TemporalLinkPredictor(BaseEstimator):
             )
         if pairs.numel() and (int(pairs.min()) < 0 or int(pairs.max()) >= self.num_nodes_):
             raise ValueError(f"pairs must hold node ids in [0, {self.num_nodes_})")
-        states = self._history_states(history)
+        states = self._states_for(history)
         state = states[min(t, len(states)) - 1]
         with torch.no_grad():
             logits = self.net_.logits(state, pairs.long().to(self.device_))
@@ -306,8 +303,8 @@ class TemporalLinkPredictor(BaseEstimator):
         pos = undirected_pairs(target)
         with seeded(seed):
             neg = negative_sampling(target, num_nodes=n, num_neg_samples=pos.shape[1])
-        p_pos = self.predict_links(t, pos, history=history)
-        p_neg = self.predict_links(t, neg, history=history)
+        scores = self.predict_links(t, torch.cat([pos, neg], dim=1), history=history)
+        p_pos, p_neg = scores[: pos.shape[1]], scores[pos.shape[1] :]
         out = link_metrics(p_pos, p_neg)
         past = hist[: min(t, len(hist))]
         ref = past if new_links == "unseen" else past[-1:]
@@ -377,7 +374,7 @@ class TemporalLinkPredictor(BaseEstimator):
         est.history_ = edges
         deltas = est._deltas(edges, n)
         xdev = None if est.x_ is None else est.x_.to(est.device_)
-        est._cache = (edges, deltas, est._states(edges, deltas, xdev))
+        est._history_states = est._states(edges, deltas, xdev)
         return est
 
 
@@ -466,7 +463,7 @@ class GeoTLP(TemporalLinkPredictor):
         """Each node's weight on the hyperbolic geometry after snapshot ``t`` (default the
         last observed), shape (N,)."""
         self._check_fitted()
-        states = self._cache[2]
+        states = self._history_states
         return states[-1 if t is None else t]["alpha"].cpu().numpy()
 
 

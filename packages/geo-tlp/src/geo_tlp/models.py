@@ -91,6 +91,27 @@ class _Features(nn.Module):
         return x
 
 
+class _GCNEncoder(nn.Module):
+    """Two GCN layers with a ReLU between: the GAE's encoder."""
+
+    def __init__(self, in_channels: int, hidden: int, dim: int, dropout: float) -> None:
+        super().__init__()
+        self.conv = nn.ModuleList([GCNConv(in_channels, hidden), GCNConv(hidden, dim)])
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.conv[0](self.dropout(x), edge_index))
+        return self.conv[1](self.dropout(h), edge_index)
+
+
+class _NoNodeDynamics:
+    """The baselines' node-dynamics penalty: none."""
+
+    def consistency(self, previous: State, state: State) -> torch.Tensor:
+        """Zero: no node-dynamics term."""
+        return torch.zeros((), dtype=state["e"].dtype, device=state["e"].device)
+
+
 class GeoTLPNet(nn.Module, PretrainedModelMixin):
     """Cross-geometric temporal link predictor (see the module docstring).
 
@@ -140,9 +161,8 @@ class GeoTLPNet(nn.Module, PretrainedModelMixin):
         f = self.features.size
         self.euclidean = routing != "hyperbolic"
         self.hyperbolic = routing != "euclidean"
-        self.dropout = nn.Dropout(dropout)
         if self.euclidean:
-            self.conv_e = nn.ModuleList([GCNConv(f, hidden), GCNConv(hidden, dim)])
+            self.encoder_e = _GCNEncoder(f, hidden, dim, dropout)
             self.gru_e = nn.GRUCell(dim, dim)
             self.out_e = nn.Linear(dim, dim)
         if self.hyperbolic:
@@ -182,9 +202,7 @@ class GeoTLPNet(nn.Module, PretrainedModelMixin):
         feats = self.features(x)
         out = {"alpha": self.alpha(delta), "s_e": state["s_e"], "s_h": state["s_h"]}
         if self.euclidean:
-            h = torch.relu(self.conv_e[0](self.dropout(feats), edge_index))
-            h = self.conv_e[1](self.dropout(h), edge_index)
-            out["s_e"] = self.gru_e(h, state["s_e"])
+            out["s_e"] = self.gru_e(self.encoder_e(feats, edge_index), state["s_e"])
         if self.hyperbolic:
             y = self.ball.expmap0(feats)
             for conv in self.conv_h:
@@ -230,7 +248,7 @@ class GeoTLPNet(nn.Module, PretrainedModelMixin):
         return total
 
 
-class EvolveGCNNet(nn.Module, PretrainedModelMixin):
+class EvolveGCNNet(_NoNodeDynamics, nn.Module, PretrainedModelMixin):
     """EvolveGCN-O: a two-layer GCN whose weight matrices evolve through a GRU.
 
     :math:`W^{(l)}_t = \\mathrm{GRU}^{(l)}(W^{(l)}_{t-1}, W^{(l)}_{t-1})` (rows as the batch),
@@ -288,25 +306,8 @@ class EvolveGCNNet(nn.Module, PretrainedModelMixin):
         e = state["e"]
         return (self.fd_r - (e[pairs[0]] - e[pairs[1]]).pow(2).sum(-1)) / self.fd_t
 
-    def consistency(self, previous: State, state: State) -> torch.Tensor:
-        """No node-dynamics term (EvolveGCN has none)."""
-        return torch.zeros((), dtype=state["e"].dtype, device=state["e"].device)
 
-
-class _GCNEncoder(nn.Module):
-    """Two GCN layers with a ReLU between: the GAE's encoder."""
-
-    def __init__(self, in_channels: int, hidden: int, dim: int, dropout: float) -> None:
-        super().__init__()
-        self.conv = nn.ModuleList([GCNConv(in_channels, hidden), GCNConv(hidden, dim)])
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        h = torch.relu(self.conv[0](self.dropout(x), edge_index))
-        return self.conv[1](self.dropout(h), edge_index)
-
-
-class StaticGAENet(nn.Module, PretrainedModelMixin):
+class StaticGAENet(_NoNodeDynamics, nn.Module, PretrainedModelMixin):
     """A static graph auto-encoder (PyG's :class:`~torch_geometric.nn.GAE`, two-layer GCN
     encoder, inner-product decoder) that sees one snapshot at a time and keeps no state:
     scores for snapshot t come from snapshot t-1 alone.
@@ -340,7 +341,3 @@ class StaticGAENet(nn.Module, PretrainedModelMixin):
     def logits(self, state: State, pairs: torch.Tensor) -> torch.Tensor:
         """Inner-product logits of ``pairs`` (2, P)."""
         return self.gae.decoder(state["e"], pairs, sigmoid=False)
-
-    def consistency(self, previous: State, state: State) -> torch.Tensor:
-        """No node-dynamics term."""
-        return torch.zeros((), dtype=state["e"].dtype, device=state["e"].device)

@@ -292,13 +292,11 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     def _log_proba_groups(
         self, train: torch.Tensor, labels: torch.Tensor, test: torch.Tensor, k: int
     ) -> torch.Tensor:
-        """Member log-probabilities ``(M, n_test, k)`` of test rows over ``k`` classes."""
-        out = []
-        for start in range(0, test.shape[1], self.batch_size):
-            X = torch.cat((train, test[:, start : start + self.batch_size]), dim=1)
-            logits = self.model_(X, labels)[..., :k] / self.softmax_temperature
-            out.append(torch.log_softmax(logits.double(), dim=-1))
-        return torch.cat(out, dim=1)
+        """Member log-probabilities ``(M, n_test, k)`` of one block of test rows (at most
+        ``batch_size``, see :meth:`predict_log_proba`) over ``k`` classes."""
+        X = torch.cat((train, test), dim=1)
+        logits = self.model_(X, labels)[..., :k] / self.softmax_temperature
+        return torch.log_softmax(logits.double(), dim=-1)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Log class probabilities, shape (n_samples, n_classes), columns as ``classes_``.
