@@ -96,7 +96,7 @@ def _divergence(config: dict[str, Any], seed: int) -> list[Row]:
 
     from .data import load_digits, pathological_partition
     from .fedavg import FedAvg, centralized_gd
-    from .linearize import linearize, ntk_change, relative_weight_change
+    from .linearization import linearize, ntk_change, relative_weight_change
     from .models import MLP
 
     dtype = getattr(torch, config["dtype"])

@@ -143,10 +143,12 @@ def _flat(model: nn.Module) -> torch.Tensor:
 
 
 def _check_pair(model: nn.Module, reference: nn.Module) -> None:
-    names = [n for n, _ in model.named_parameters()]
-    ref = [n for n, _ in reference.named_parameters()]
+    names = [(n, p.shape) for n, p in model.named_parameters()]
+    ref = [(n, p.shape) for n, p in reference.named_parameters()]
     if names != ref:
-        raise ValueError("model and reference must have the same parameters (names and order)")
+        raise ValueError(
+            "model and reference must have the same parameters (names, order and shapes)"
+        )
 
 
 def relative_weight_change(

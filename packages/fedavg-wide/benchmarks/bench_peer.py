@@ -1,5 +1,0 @@
-"""Benchmark against the peer library (not written yet)."""
-
-
-def run(smoke: bool = False):
-    raise NotImplementedError("fedavg-wide: the benchmark is not written yet")
