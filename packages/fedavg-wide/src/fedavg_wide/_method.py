@@ -15,5 +15,11 @@ METHOD = Method(
     ),
     experiments={"width-sweep": "fedavg_wide.experiments:WIDTH_SWEEP"},
     status="available",
-    claim="pending",
+    claim=(
+        "full (3 seeds, widths 64-4096): held by the letter: distance to the linearized "
+        "model, weight and NTK change fall as width^-0.5 to -0.8, the IID - Dirichlet "
+        "accuracy gap 0.035 -> 0.007, but the tau=5 FedAvg-centralized output gap "
+        "plateaus (slope -0.05); quick: did not hold (that gap's slope is positive on 2 "
+        "of 3 seeds)"
+    ),
 )

@@ -81,6 +81,9 @@ grows with width squared."""
 N_CLIENTS = 10
 DIVERGENCE = ("output_gap", "linear_gap", "weight_change", "ntk_change")
 NON_IID, IID = "FedAvg Dirichlet", "FedAvg IID"
+WEAK = -0.25
+"""Slopes above this (half the paper's -1/2) are flagged as nearly flat in the verdict's text
+(descriptive only: the verdict asks for negative slopes)."""
 
 
 def _fed(tau: int) -> str:
@@ -243,8 +246,11 @@ def _judge(rows: list[Row]) -> Verdict:
         f"(slope {s['accuracy_gap']:+.4f} per doubling); tau=1 FedAvg-central gap "
         f"<= {exact:.1e} (exact equality check)"
     )
+    weak = [k for k in needed if math.isfinite(s[k]) and s[k] > WEAK]
     if failing:
         text += f"; not shrinking: {', '.join(failing)}"
+    if weak:
+        text += f"; flat or nearly flat (slope above {WEAK}): {', '.join(weak)}"
     if not acc_ok:
         shown_seeds = "/".join(f"{p['accuracy_gap']:+.4f}" for p in per_seed.values())
         text += f"; the accuracy gap does not fall with width on every seed ({shown_seeds})"
