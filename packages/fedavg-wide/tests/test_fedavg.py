@@ -99,7 +99,7 @@ def test_sgd_batches_weight_decay_and_history_fields():
     assert a.train_loss == b.train_loss != c.train_loss
     d = FedAvg(model, clients, lr=0.1, local_steps=3, rounds=2, weight_decay=0.5)
     e = FedAvg(model, clients, lr=0.1, local_steps=3, rounds=2)
-    norm = lambda m: float(torch.cat([p.reshape(-1) for p in m.parameters()]).norm())  # noqa: E731
+    norm = lambda m: float(torch.cat([p.detach().reshape(-1) for p in m.parameters()]).norm())  # noqa: E731
     assert norm(d.model) < norm(e.model)
     assert set(a.to_dict()) == {
         "rounds",
