@@ -32,8 +32,10 @@ def test_package_has_every_part(pkg):
     assert m["name"] == pkg.name, "folder name must equal the distribution name"
     assert "version" in m and "version" not in m.get("dynamic", [])
     assert m["name"] in m.get("entry-points", {}).get("icml25.methods", {})
-    # the core's 0.2 series; a package may require a later 0.2.x for a newer helper
-    assert any(re.match(r"icml25-core>=0\.2(\.\d+)?,<0\.3", d) for d in m["dependencies"])
+    # the core's 0.2 series; a package may require a later 0.2.x for a newer helper, and
+    # name the core's extras it uses (icml25-core[flower])
+    core = r"icml25-core(\[[a-z0-9,-]+\])?>=0\.2(\.\d+)?,<0\.3"
+    assert any(re.match(core, d) for d in m["dependencies"])
     groups = tomllib.loads((pkg / "pyproject.toml").read_text()).get("dependency-groups", {})
     assert any(d.startswith("pytest") for d in groups.get("dev", [])), "tests must run alone"
     for f in ("README.md", "CHANGELOG.md"):

@@ -1,0 +1,59 @@
+"""The Flower app runs the same algorithm as the plain loop."""
+
+import pytest
+import torch
+
+from fedavg_wide import FedAvg, Settings, build_model, federated_data, simulate
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"batch_size": 8},  # SGD: the client uses the plain loop's mini-batch seeds
+        {"dataset": "digits", "loss": "cross_entropy", "partition": "dirichlet", "model": "cnn"},
+    ],
+)
+def test_flower_app_equals_the_plain_loop(extra):
+    settings = {
+        "width": 16,
+        "depth": 1,
+        "num_server_rounds": 2,
+        "local_steps": 3,
+        "dtype": "float64",
+        "lr": 0.5,
+        **extra,
+    }
+    out = simulate(settings, num_supernodes=3)
+    s = Settings(**settings)
+    clients, test = federated_data(s, 3)
+    ref = FedAvg(
+        build_model(s),
+        clients,
+        s.lr,
+        s.local_steps,
+        s.num_server_rounds,
+        batch_size=s.batch_size or None,
+        loss=s.loss,
+        test=test,
+    )
+    assert out["rounds"] == ref.rounds == [0, 1, 2]
+    for key in ("train_loss", "test_loss", "test_accuracy"):
+        torch.testing.assert_close(
+            torch.tensor(out[key]), torch.tensor(getattr(ref, key)), rtol=1e-6, atol=1e-9
+        )
+    for k, v in ref.model.state_dict().items():
+        torch.testing.assert_close(out["state_dict"][k], v, rtol=1e-6, atol=1e-9)
+
+
+def test_settings_refuse_bad_values():
+    with pytest.raises(ValueError, match="width"):
+        Settings(width=0)
+    with pytest.raises(ValueError, match="local_steps"):
+        Settings(local_steps=0)
+    with pytest.raises(ValueError, match="cross_entropy"):
+        Settings(dataset="digits")
+    with pytest.raises(ValueError, match="unknown setting"):
+        Settings.from_config({"widht": 3})
+    with pytest.raises(ValueError, match="min_nodes"):
+        simulate({"min_nodes": 5}, num_supernodes=2)
+    assert Settings.from_config({"local-steps": 2}).local_steps == 2
