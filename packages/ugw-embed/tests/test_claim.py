@@ -1,7 +1,8 @@
 """The quick claim test: what the paper claims, at laptop scale, with a stated margin.
 
 Seed 0 of the quick profile (default ``init="perturbed"``) measured distortion 0.274, 0.156,
-0.118 for lam up to 1, 10, 100, FOSCTTM 0.005 at lam 100 against the GW baseline's 0.008.
+0.118 for lam up to 1, 10, 100, FOSCTTM 0.005 at lam 100 against the GW baseline's 0.008 on
+the sheet, and FOSCTTM 0.681 against 0.581 on the S-curve vs swiss roll pair.
 """
 
 from itertools import pairwise
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from icml25_core import run_experiment
-from ugw_embed.experiments import BASELINE, JOINT_EMBEDDING, METHOD
+from ugw_embed.experiments import BASELINE, HARD, JOINT_EMBEDDING, METHOD, SHEET
 
 
 @pytest.mark.claim
@@ -18,8 +19,9 @@ def test_joint_embedding_quick(tmp_path):
     result = run_experiment(
         JOINT_EMBEDDING, method=METHOD, profile="quick", seeds=[0], out_dir=tmp_path
     )
-    ours = {r.setting["lam_max"]: r.metrics for r in result.rows if r.method == METHOD}
-    base = next(r.metrics for r in result.rows if r.method == BASELINE)
+    sheet = [r for r in result.rows if r.setting["pair"] == SHEET]
+    ours = {r.setting["lam_max"]: r.metrics for r in sheet if r.method == METHOD}
+    base = next(r.metrics for r in sheet if r.method == BASELINE)
     # distortion falls at every step of lam (the experiment's criterion) and by at least half
     # from the first to the last value (stated margin)
     lams = sorted(ours)
@@ -34,4 +36,10 @@ def test_joint_embedding_quick(tmp_path):
     assert ours[lams[-1]]["foscttm"] < 0.03
     assert base["foscttm"] < 0.03
     assert np.isfinite(ours[lams[-1]]["distance"])
+    # the hard pair (S-curve vs swiss roll, geodesic distances): on seed 0 neither method
+    # aligns it; both match the curve reversed (measured FOSCTTM ugw-embed 0.681, GW 0.581;
+    # 0.5 is chance), the S-curve being symmetric under u -> 1 - u
+    hard = {r.method: r.metrics["foscttm"] for r in result.rows if r.setting["pair"] == HARD}
+    assert hard[METHOD] > 0.4 and hard[BASELINE] > 0.4
+    assert not result.verdict.held
     assert (tmp_path / "embeddings.png").exists()

@@ -79,6 +79,21 @@ def test_chain_is_stable_at_small_eps():
     np.testing.assert_allclose(res.node_marginals[3], a, rtol=1e-10)
 
 
+def test_a_far_warm_start_is_not_read_as_divergence():
+    """Stale potentials 2000 above the solution put the first measured marginal at e^2000:
+    the residual used to overflow to inf and the estimator raised "diverged" (issue 31);
+    it is now a large finite residual and the sweeps converge."""
+    rng = np.random.default_rng(4)
+    a = np.full(10, 0.1)
+    C = [rng.random((10, 15)), rng.random((15, 15)), rng.random((15, 10))]
+    warm = [np.full(10, 2000.0), np.zeros(15), np.zeros(15), np.full(10, -3000.0)]
+    res = chain_sinkhorn([a, None, None, a], C, 1e-2, tol=1e-9, max_iter=20000, warmstart=warm)
+    assert np.isfinite(res.residuals[0]) and res.residuals[0] > 1.0
+    cold = chain_sinkhorn([a, None, None, a], C, 1e-2, tol=1e-9, max_iter=20000)
+    assert res.converged
+    np.testing.assert_allclose(res.edge_plans[1], cold.edge_plans[1], atol=1e-8)
+
+
 def test_chain_converges_and_reports_it():
     rng = np.random.default_rng(5)
     a = np.full(10, 0.1)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .gromov import gw_cost
     from .metrics import distortion, embedded_wasserstein, foscttm
     from .model import JointEmbedding
-    from .spaces import SPACES, TargetSpace, check_metric, make_space
+    from .spaces import SPACES, TargetSpace, check_metric, grid_symmetries, make_space
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
 
@@ -34,6 +34,7 @@ __all__ = [
     "distortion",
     "embedded_wasserstein",
     "foscttm",
+    "grid_symmetries",
     "gw_barycentric_alignment",
     "gw_cost",
     "make_space",

@@ -10,16 +10,25 @@ from scipy.spatial.distance import cdist
 
 from icml25_core import as_float_array, check_scalar
 
+from .spaces import check_metric
+
 __all__ = ["gw_barycentric_alignment"]
 
 
 def gw_barycentric_alignment(
-    X1: Any, X2: Any, epsilon: float = 1e-2, max_iter: int = 1000
+    X1: Any,
+    X2: Any,
+    epsilon: float = 1e-2,
+    max_iter: int = 1000,
+    *,
+    D1: Any = None,
+    D2: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Align ``X1`` onto ``X2`` as SCOT does: entropic GW coupling, then projection.
 
-    Distances within each set are Euclidean, rescaled to max 1; weights uniform. Each point
-    of ``X1`` is sent to the barycentre of the points of ``X2`` it is coupled with.
+    Distances within each set are Euclidean (or ``D1`` / ``D2``, e.g. geodesic distances
+    of a k-NN graph), rescaled to max 1; weights uniform. Each point of ``X1`` is sent to
+    the barycentre of the coordinates of the points of ``X2`` it is coupled with.
 
     Returns
     -------
@@ -32,7 +41,11 @@ def gw_barycentric_alignment(
     check_scalar(epsilon, "epsilon", low=0.0, low_inclusive=False)
     check_scalar(max_iter, "max_iter", low=1, integer=True)
     X1, X2 = as_float_array(X1, "X1", ndim=2), as_float_array(X2, "X2", ndim=2)
-    d1, d2 = cdist(X1, X1), cdist(X2, X2)
+    d1 = cdist(X1, X1) if D1 is None else check_metric(D1, "D1")
+    d2 = cdist(X2, X2) if D2 is None else check_metric(D2, "D2")
+    for name, d, X in (("D1", d1, X1), ("D2", d2, X2)):
+        if d.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} must be ({X.shape[0]}, {X.shape[0]}), got {d.shape}")
     for name, d in (("X1", d1), ("X2", d2)):
         if d.max() == 0:
             raise ValueError(f"{name} must hold at least two distinct points")

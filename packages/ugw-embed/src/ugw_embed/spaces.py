@@ -8,6 +8,7 @@ circle, per-angle normalisation for the torus).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from scipy.spatial.distance import cdist
 
 from icml25_core import check_array, check_scalar
 
-__all__ = ["SPACES", "TargetSpace", "make_space"]
+__all__ = ["SPACES", "TargetSpace", "grid_symmetries", "make_space"]
 
 SPACES = ("plane", "sphere", "torus", "circle")
 
@@ -156,3 +157,35 @@ def check_metric(D: Any, name: str, *, triples: int = 20000, seed: int = 0) -> n
                 f"D[{i[t]}, {k[t]}] + D[{k[t]}, {j[t]}] = {D[i[t], k[t]] + D[k[t], j[t]]:.4g}"
             )
     return D
+
+
+def grid_symmetries(space: TargetSpace) -> list[np.ndarray]:
+    """The grid's non-identity isometries as index permutations ``perm`` (point ``i`` maps
+    to ``perm[i]``, and ``distances[perm][:, perm] == distances``).
+
+    Plane and torus: the 7 non-trivial maps of the square's dihedral group on the
+    ``grid x grid`` index lattice (on the torus each is an isometry composed with a
+    rotation); circle: the reflection. The sphere's Fibonacci points and user grids have
+    no exact symmetry: an empty list. Every candidate is checked against the distances.
+    """
+    k = space.size
+    if space.name in ("plane", "torus"):
+        g = round(math.sqrt(k))
+        i, j = (x.reshape(-1) for x in np.meshgrid(np.arange(g), np.arange(g), indexing="ij"))
+        r = g - 1
+        maps = [
+            (r - i, j),
+            (i, r - j),
+            (r - i, r - j),
+            (j, i),
+            (r - j, i),
+            (j, r - i),
+            (r - j, r - i),
+        ]
+        candidates = [a * g + b for a, b in maps]
+    elif space.name == "circle":
+        candidates = [(-np.arange(k)) % k]
+    else:
+        return []
+    D = space.distances
+    return [p for p in candidates if np.allclose(D[np.ix_(p, p)], D, atol=1e-9)]
