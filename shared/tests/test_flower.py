@@ -6,7 +6,7 @@ pytest.importorskip("flwr")
 
 from flwr.server.superlink.fleet.vce.backend import BackendConfig
 
-from icml25_core.flower import InProcessBackend, run_simulation
+from icml25_core.flower import InProcessBackend, run_simulation, simulate_with_result
 
 
 def test_run_simulation_refuses_bad_engine_and_supernodes():
@@ -14,6 +14,10 @@ def test_run_simulation_refuses_bad_engine_and_supernodes():
         run_simulation(None, None, 2, engine="threads")
     with pytest.raises(ValueError, match="num_supernodes"):
         run_simulation(None, None, 0)
+    with pytest.raises(ValueError, match="min_nodes=3 exceeds num_supernodes=2"):
+        simulate_with_result(None, None, {"min_nodes": 3}, 2)
+    with pytest.raises(ValueError, match="num_supernodes"):
+        simulate_with_result(None, None, {}, "2")
 
 
 def test_in_process_backend_runs_the_app_and_wraps_its_errors_as_flower_does():

@@ -13,13 +13,17 @@ Grid and message workers); they differ only in where a ClientApp call executes:
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from flwr.server.superlink.fleet.vce.backend import Backend, BackendConfig
 
-__all__ = ["ENGINES", "InProcessBackend", "run_simulation"]
+__all__ = ["ENGINES", "InProcessBackend", "run_simulation", "simulate_with_result"]
 
 ENGINES = ("ray", "inprocess")
 
@@ -78,6 +82,13 @@ def _inprocess_backend():
         yield
 
 
+def _check_run(engine: str, num_supernodes: int) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if not isinstance(num_supernodes, int) or num_supernodes < 1:
+        raise ValueError(f"num_supernodes must be a positive int, got {num_supernodes!r}")
+
+
 def run_simulation(
     server_app,
     client_app,
@@ -102,10 +113,7 @@ def run_simulation(
     client_gpus : float
         GPU share per client (0.25 puts four clients on one GPU). Ray engine only.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if not isinstance(num_supernodes, int) or num_supernodes < 1:
-        raise ValueError(f"num_supernodes must be a positive int, got {num_supernodes!r}")
+    _check_run(engine, num_supernodes)
     from flwr.simulation import run_simulation as flwr_run_simulation
 
     backend = {"client_resources": {"num_cpus": 1, "num_gpus": client_gpus}}
@@ -118,3 +126,62 @@ def run_simulation(
             num_supernodes=num_supernodes,
             backend_config=backend,
         )
+
+
+def simulate_with_result(
+    make_server_app: Callable[..., Any],
+    make_client_app: Callable[..., Any],
+    settings: dict,
+    num_supernodes: int,
+    *,
+    engine: str = "inprocess",
+    num_cpus: int | None = None,
+    client_gpus: float = 0.0,
+    client_mods=None,
+    read: Callable[[Path], Any] | None = None,
+) -> Any:
+    """One run of a Flower app, whose server writes its result to a file, on the simulation
+    runtime (``engine`` as :func:`run_simulation`).
+
+    The apps are built as ``make_server_app(**baked)`` and ``make_client_app(mods=
+    client_mods, **baked)``, where ``baked`` is ``settings`` with ``min_nodes`` defaulting
+    to ``num_supernodes`` (so every round waits for every client: "the clients connected
+    when the server starts" races with their registration) and ``result_path`` set to a
+    file in a temporary folder, which the server app must write.
+
+    Parameters
+    ----------
+    read : callable, optional
+        ``read(result_path)`` while the folder exists (the server may write files beside
+        it); default: the JSON it holds.
+
+    Returns
+    -------
+    What ``read`` returns.
+    """
+    _check_run(engine, num_supernodes)
+    if int(settings.get("min_nodes", 0)) > num_supernodes:
+        raise ValueError(
+            f"settings min_nodes={settings['min_nodes']} exceeds num_supernodes="
+            f"{num_supernodes}: the server would wait forever"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        baked = {
+            "min_nodes": num_supernodes,
+            **settings,
+            "result_path": str(Path(tmp) / "result.json"),
+        }
+        run_simulation(
+            make_server_app(**baked),
+            make_client_app(mods=client_mods, **baked),
+            num_supernodes=num_supernodes,
+            engine=engine,
+            num_cpus=num_cpus,
+            client_gpus=client_gpus,
+        )
+        result = Path(baked["result_path"])
+        if not result.is_file():
+            raise RuntimeError(
+                "the simulation wrote no result: the ServerApp failed (see the log above)"
+            )
+        return read(result) if read is not None else json.loads(result.read_text())

@@ -228,10 +228,10 @@ def local_update(
     return value
 
 
-def _record(history, r, model, clients, test, loss, local=None, chosen=None):
-    pooled_x = torch.cat([c[0] for c in clients])
-    pooled_y = torch.cat([c[1] for c in clients])
-    tl, ta = evaluate(model, pooled_x, pooled_y, loss)
+def _record(history, r, model, clients, pooled, test, loss, callback, local=None, chosen=None):
+    """Evaluate ``model`` after round ``r`` into ``history`` (``pooled``: all clients' data
+    concatenated once per run), then call ``callback``."""
+    tl, ta = evaluate(model, *pooled, loss)
     if not math.isfinite(tl):
         raise FloatingPointError(f"the global training loss became {tl} in round {r}: lower lr")
     history.rounds.append(r)
@@ -245,6 +245,12 @@ def _record(history, r, model, clients, test, loss, local=None, chosen=None):
     history.client_accuracy.append([p[1] for p in per])
     history.local_loss.append(local or [])
     history.participants.append(chosen or [])
+    if callback:
+        callback(r, model)
+
+
+def _pooled(data):
+    return torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
 
 
 def _participants(rng: np.random.Generator, n_clients: int, participation: float) -> list[int]:
@@ -317,17 +323,17 @@ def FedAvg(
     test = None if test is None else _check_data("test", *test, loss, model)
     sizes = np.array([len(x) for x, _ in data], dtype=np.float64)
     rng = np.random.default_rng(seed)
+    pooled = _pooled(data)
     global_model = copy.deepcopy(model)
     worker = copy.deepcopy(model)
     history = History()
-    _record(history, 0, global_model, data, test, loss)
-    if callback:
-        callback(0, global_model)
-    names = [n for n, p in global_model.named_parameters() if p.requires_grad]
+    _record(history, 0, global_model, data, pooled, test, loss, callback)
+    # the global model is not touched during a round: each participant starts from it
+    start = dict(global_model.named_parameters())
+    names = [n for n, p in start.items() if p.requires_grad]
     for r in range(1, rounds + 1):
         chosen = _participants(rng, len(data), participation)
         weights = sizes[chosen] / sizes[chosen].sum()
-        start = {n: p.detach().clone() for n, p in global_model.named_parameters()}
         total = {n: torch.zeros_like(start[n]) for n in names}
         local = [math.nan] * len(data)
         for w, m in zip(weights, chosen, strict=True):
@@ -349,13 +355,10 @@ def FedAvg(
                     if n in total:
                         total[n].add_(p, alpha=float(w))
         with torch.no_grad():
-            for n, p in global_model.named_parameters():
-                if n in total:
-                    p.copy_(total[n])
+            for n in names:
+                start[n].copy_(total[n])
         if r % evaluate_every == 0 or r == rounds:
-            _record(history, r, global_model, data, test, loss, local, chosen)
-            if callback:
-                callback(r, global_model)
+            _record(history, r, global_model, data, pooled, test, loss, callback, local, chosen)
     history.model = global_model
     return history
 
@@ -383,24 +386,18 @@ def centralized_gd(
     _check_settings(lr, local_steps, rounds, batch_size, 1.0, weight_decay, loss, evaluate_every)
     data = _check_clients(model, clients, loss)
     test = None if test is None else _check_data("test", *test, loss, model)
-    X = torch.cat([x for x, _ in data])
-    y = torch.cat([t for _, t in data])
+    pooled = X, y = _pooled(data)
     worker = copy.deepcopy(model)
     history = History()
-    _record(history, 0, worker, data, test, loss)
-    if callback:
-        callback(0, worker)
-    batches_seed = batch_seed(seed, 0, len(data))
+    _record(history, 0, worker, data, pooled, test, loss, callback)
     # one stream of mini-batches over the whole run (an epoch may span rounds)
-    stream = _Batches(len(X), batch_size, batches_seed, X.device)
+    stream = _Batches(len(X), batch_size, batch_seed(seed, 0, len(data)), X.device)
     for r in range(1, rounds + 1):
         for _ in range(local_steps):
             idx = stream.next()
             xb, yb = (X, y) if idx is None else (X[idx], y[idx])
             local_update(worker, xb, yb, lr=lr, local_steps=1, weight_decay=weight_decay, loss=loss)
         if r % evaluate_every == 0 or r == rounds:
-            _record(history, r, worker, data, test, loss)
-            if callback:
-                callback(r, worker)
+            _record(history, r, worker, data, pooled, test, loss, callback)
     history.model = worker
     return history

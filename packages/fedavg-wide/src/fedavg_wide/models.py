@@ -123,11 +123,19 @@ class Conv2d(_Scaled):
         return F.conv2d(x, self.weight * self.w_scale, self.bias * self.b_scale, padding=pad)
 
 
-def _generator(seed: int | None) -> torch.Generator | None:
-    if seed is None:
-        return None
-    check_scalar(seed, "seed", low=0, integer=True)
-    return torch.Generator().manual_seed(seed)
+def _layer_kwargs(width, depth, parameterization, sigma_w, sigma_b, seed) -> dict:
+    """Check a network's size arguments; the keyword arguments of its layers (one seeded
+    generator shared by all, so the draw depends only on ``seed``)."""
+    check_scalar(width, "width", low=1, integer=True)
+    check_scalar(depth, "depth", low=1, integer=True)
+    if seed is not None:
+        check_scalar(seed, "seed", low=0, integer=True)
+    return {
+        "parameterization": parameterization,
+        "sigma_w": sigma_w,
+        "sigma_b": sigma_b,
+        "generator": None if seed is None else torch.Generator().manual_seed(seed),
+    }
 
 
 class MLP(nn.Module):
@@ -163,15 +171,7 @@ class MLP(nn.Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        check_scalar(width, "width", low=1, integer=True)
-        check_scalar(depth, "depth", low=1, integer=True)
-        gen = _generator(seed)
-        kw = {
-            "parameterization": parameterization,
-            "sigma_w": sigma_w,
-            "sigma_b": sigma_b,
-            "generator": gen,
-        }
+        kw = _layer_kwargs(width, depth, parameterization, sigma_w, sigma_b, seed)
         sizes = [in_features, *([width] * depth)]
         self.hidden = nn.ModuleList(Linear(a, b, **kw) for a, b in itertools.pairwise(sizes))
         self.readout = Linear(width, out_features, **kw)
@@ -213,15 +213,7 @@ class CNN(nn.Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        check_scalar(width, "width", low=1, integer=True)
-        check_scalar(depth, "depth", low=1, integer=True)
-        gen = _generator(seed)
-        kw = {
-            "parameterization": parameterization,
-            "sigma_w": sigma_w,
-            "sigma_b": sigma_b,
-            "generator": gen,
-        }
+        kw = _layer_kwargs(width, depth, parameterization, sigma_w, sigma_b, seed)
         chans = [in_channels, *([width] * depth)]
         self.convs = nn.ModuleList(Conv2d(a, b, 3, **kw) for a, b in itertools.pairwise(chans))
         self.readout = Linear(width, out_features, **kw)

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
-from icml25_core.flower import run_simulation
+from icml25_core.flower import simulate_with_result
 
 from .task import Settings
 
@@ -42,32 +41,19 @@ def simulate(
     from .client_app import make_client_app
     from .server_app import make_server_app
 
-    Settings(
-        **{k: v for k, v in settings.items() if k != "result_path"}
-    )  # refuse bad settings early
-    if int(settings.get("min_nodes", 0)) > num_supernodes:
-        raise ValueError(
-            f"settings min_nodes={settings['min_nodes']} exceeds num_supernodes="
-            f"{num_supernodes}: the server would wait forever"
-        )
-    with tempfile.TemporaryDirectory() as tmp:
-        baked = {
-            "min_nodes": num_supernodes,
-            **settings,
-            "result_path": str(Path(tmp) / "result.json"),
-        }
-        run_simulation(
-            make_server_app(**baked),
-            make_client_app(**baked),
-            num_supernodes=num_supernodes,
-            engine=engine,
-            num_cpus=num_cpus,
-        )
-        result = Path(baked["result_path"])
-        if not result.is_file():
-            raise RuntimeError(
-                "the simulation wrote no result: the ServerApp failed (see the log above)"
-            )
-        out = json.loads(result.read_text())
-        out["state_dict"] = load_file(str(result) + ".safetensors")
+    Settings(**{k: v for k, v in settings.items() if k != "result_path"})  # refuse early
+
+    def read(path: Path) -> dict:
+        out = json.loads(path.read_text())
+        out["state_dict"] = load_file(str(path) + ".safetensors")
         return out
+
+    return simulate_with_result(
+        make_server_app,
+        make_client_app,
+        settings,
+        num_supernodes,
+        engine=engine,
+        num_cpus=num_cpus,
+        read=read,
+    )

@@ -8,11 +8,7 @@ round and their partition, so both engines return the same result (a test checks
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
-
-from icml25_core.flower import ENGINES, run_simulation
+from icml25_core.flower import simulate_with_result
 
 
 def simulate(
@@ -48,37 +44,16 @@ def simulate(
         "train": {round: {"train-loss": ...}}, "traffic": {round: {"down": bytes, "up":
         bytes, "seconds": s}}}`` (rounds as strings, as in the JSON file).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if not isinstance(num_supernodes, int) or num_supernodes < 1:
-        raise ValueError(f"num_supernodes must be a positive int, got {num_supernodes!r}")
-    if int(settings.get("min_nodes", 0)) > num_supernodes:
-        raise ValueError(
-            f"settings min_nodes={settings['min_nodes']} exceeds num_supernodes="
-            f"{num_supernodes}: the server would wait forever"
-        )
     from .client_app import make_client_app
     from .server_app import make_server_app
 
-    with tempfile.TemporaryDirectory() as tmp:
-        # wait for every supernode before each round (min_nodes 0 would mean "those
-        # registered when the ServerApp starts", which races with their registration)
-        settings = {
-            "min_nodes": num_supernodes,
-            **settings,
-            "result_path": str(Path(tmp) / "result.json"),
-        }
-        run_simulation(
-            make_server_app(**settings),
-            make_client_app(mods=client_mods, **settings),
-            num_supernodes=num_supernodes,
-            engine=engine,
-            num_cpus=num_cpus,
-            client_gpus=client_gpus,
-        )
-        result = Path(settings["result_path"])
-        if not result.is_file():
-            raise RuntimeError(
-                "the simulation wrote no result: the ServerApp failed (see the log above)"
-            )
-        return json.loads(result.read_text())
+    return simulate_with_result(
+        make_server_app,
+        make_client_app,
+        settings,
+        num_supernodes,
+        engine=engine,
+        num_cpus=num_cpus,
+        client_gpus=client_gpus,
+        client_mods=client_mods,
+    )

@@ -115,17 +115,21 @@ def make_hard_pair(n: int, seed: int, k: int = 6):
     return X1, X2, out[0], out[1]
 
 
-def _hard_rows(cfg: dict, seed: int) -> list[Row]:
-    X1, X2, D1, D2 = make_hard_pair(cfg["n"], seed)
-    start = time.perf_counter()
-    model = JointEmbedding(
+def _estimator(cfg: dict, schedule: list[float], seed: int) -> JointEmbedding:
+    return JointEmbedding(
         grid=cfg["grid"],
-        lam=list(cfg["sweep"]),
+        lam=schedule,
         eps=cfg["eps"],
         n_iter=cfg["n_iter"],
         n_restarts=cfg["restarts"],
         seed=seed,
-    ).fit(D1=D1, D2=D2)
+    )
+
+
+def _hard_rows(cfg: dict, seed: int) -> list[Row]:
+    X1, X2, D1, D2 = make_hard_pair(cfg["n"], seed)
+    start = time.perf_counter()
+    model = _estimator(cfg, list(cfg["sweep"]), seed).fit(D1=D1, D2=D2)
     wall = time.perf_counter() - start
     ours = {
         "foscttm": foscttm(model.embedding1_, model.embedding2_),
@@ -150,14 +154,7 @@ def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     for i, lam_max in enumerate(sweep):
         schedule = list(sweep[: i + 1])
         start = time.perf_counter()
-        model = JointEmbedding(
-            grid=cfg["grid"],
-            lam=schedule,
-            eps=cfg["eps"],
-            n_iter=cfg["n_iter"],
-            n_restarts=cfg["restarts"],
-            seed=seed,
-        ).fit(X1, X2)
+        model = _estimator(cfg, schedule, seed).fit(X1, X2)
         wall = time.perf_counter() - start
         E1, E2 = model.embedding1_, model.embedding2_
         rows.append(
