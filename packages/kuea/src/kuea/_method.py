@@ -18,5 +18,9 @@ METHOD = Method(
     ),
     experiments={"fine-grained-alignment": "kuea.experiments:FINE_GRAINED_ALIGNMENT"},
     status="available",
-    claim="not measured yet",
+    claim=(
+        "full (3 seeds): held: KUEA polynomial fine probe 0.586 -> 0.821, zero-shot "
+        "0.995 -> 0.991 (feature-L2 distillation 0.829 but zero-shot 0.972); quick: did "
+        "not hold (fine probe +0.118, zero-shot drop 0.022 on one seed)"
+    ),
 )
