@@ -1,0 +1,172 @@
+"""align: only the image tower moves, the schedule, the kernel parameters, checkpoints."""
+
+import math
+import shutil
+import warnings
+
+import pytest
+import torch
+
+from kuea import PixelStatsTeacher, align, image_tower, latest_checkpoint, make_shapes, tiny_clip
+from kuea.alignment import _lr_factor
+from kuea.towers import parameters_digest
+
+WORLD = make_shapes(48, seed=0)
+TEACHER = PixelStatsTeacher().fit(WORLD.images)
+
+
+def _vision(model):
+    return parameters_digest(iter(image_tower(model).trainable.named_parameters()))
+
+
+def test_defaults_work_and_only_the_image_tower_changes():
+    model = tiny_clip(seed=0)
+    tower = image_tower(model)
+    text_before = parameters_digest(tower.frozen_parameters())
+    vision_before = _vision(model)
+    result = align(model, TEACHER, WORLD.images, steps=3, batch_size=16, progress=False)
+    assert result.model is model
+    assert parameters_digest(tower.frozen_parameters()) == text_before  # bitwise
+    assert _vision(model) != vision_before
+    assert result.kernel_fit is not None and result.kernel.params()["gamma"] > 0
+    assert len(result.history["loss"]) == 3 and all(map(math.isfinite, result.history["loss"]))
+    assert all(p.requires_grad for p in model.parameters())  # flags restored
+
+
+def test_frozen_parameters_get_no_gradient():
+    model = tiny_clip(seed=0)
+    seen = {}
+
+    def callback(step, metrics):
+        for name, p in model.named_parameters():
+            seen[name] = p.grad is not None and bool(p.grad.abs().sum() > 0)
+
+    align(model, TEACHER, WORLD.images, steps=1, batch_size=16, progress=False, callback=callback)
+    assert not any(
+        v for k, v in seen.items() if k.startswith(("text_model", "text_projection", "logit"))
+    )
+    assert any(v for k, v in seen.items() if k.startswith("vision_model"))
+
+
+def test_loss_decreases_on_a_fixed_batch():
+    model = tiny_clip(seed=0)
+    x = WORLD.images[:16]
+    r = align(
+        model, TEACHER, x, steps=40, batch_size=16, lr=1e-3, warmup=1, w_reg=1e-3, progress=False
+    )
+    assert r.history["align"][-1] < 0.5 * r.history["align"][0]
+
+
+def test_schedule_warmup_then_cosine_after_the_optimizer():
+    model = tiny_clip(seed=0)
+    r = align(model, TEACHER, WORLD.images, steps=10, warmup=4, lr=1e-3, batch_size=16,
+              objective="none", progress=False)  # fmt: skip
+    want = [1e-3 * _lr_factor(s, 10, 4) for s in range(10)]
+    assert r.history["lr"] == pytest.approx(want)
+    assert r.history["lr"][0] == pytest.approx(1e-3 / 4)  # the first step is a warm-up step
+    assert r.history["lr"][4] == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("learn", [False, True])
+def test_kernel_parameters_learned_only_when_asked(learn):
+    model = tiny_clip(seed=0)
+    r = align(model, TEACHER, WORLD.images, steps=5, batch_size=16, gamma=0.02, c0=0.5,
+              learn_kernel_params=learn, progress=False)  # fmt: skip
+    moved = r.kernel.params()["gamma"] != pytest.approx(0.02, rel=1e-6)
+    assert moved == learn
+    assert (len(list(r.kernel.parameters())) > 0) == learn
+    device = next(model.parameters()).device
+    assert all(t.device == device for t in [*r.kernel.parameters(), *r.kernel.buffers()])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_kernel_parameters_on_the_model_device():
+    model = tiny_clip(seed=0).cuda()
+    r = align(model, TEACHER, WORLD.images, steps=2, batch_size=16, learn_kernel_params=True,
+              progress=False)  # fmt: skip
+    assert all(p.is_cuda and p.grad is not None for p in r.kernel.parameters())
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path):
+    kw = {"steps": 6, "batch_size": 16, "lr": 1e-3, "progress": False, "learn_kernel_params": True}
+    straight = tiny_clip(seed=0)
+    align(straight, TEACHER, WORLD.images, **kw)
+    # a 6-step run with checkpoints at steps 3 and 6; drop step 6, resume from step 3
+    align(
+        tiny_clip(seed=0), TEACHER, WORLD.images, checkpoint_dir=tmp_path, checkpoint_every=3, **kw
+    )
+    assert latest_checkpoint(tmp_path).name == "step-0000006"
+    shutil.rmtree(tmp_path / "step-0000006")
+    resumed = tiny_clip(seed=5)  # other weights: the tower comes from the checkpoint
+    r = align(resumed, TEACHER, WORLD.images, checkpoint_dir=tmp_path, resume=True, **kw)
+    assert r.history["step"] == [1, 2, 3, 4, 5, 6]
+    want = image_tower(straight).trainable.state_dict()
+    got = image_tower(resumed).trainable.state_dict()
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="different settings"):
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, checkpoint_dir=tmp_path, resume=True,
+              **{**kw, "lr": 1e-4})  # fmt: skip
+
+
+def test_checkpoint_dir_not_overwritten_and_corrupt_files_named(tmp_path):
+    kw = {"steps": 2, "batch_size": 16, "progress": False, "checkpoint_dir": tmp_path}
+    align(tiny_clip(seed=0), TEACHER, WORLD.images, **kw)
+    with pytest.raises(FileExistsError, match="resume=True"):
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, **kw)
+    (latest_checkpoint(tmp_path) / "tower.safetensors").write_bytes(b"not a safetensors file")
+    kw["steps"] = 2
+    with pytest.raises(ValueError, match=r"tower\.safetensors"):
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, resume=True, **kw)
+
+
+def test_objectives():
+    for objective in ("feature_l2", "none"):
+        model = tiny_clip(seed=0)
+        r = align(model, TEACHER, WORLD.images, steps=2, batch_size=16, objective=objective,
+                  progress=False)  # fmt: skip
+        assert r.kernel is None and (r.head is not None) == (objective == "feature_l2")
+    # the regulariser alone: zero loss and zero gradient at the first step
+    assert r.history["loss"][0] == 0.0
+
+
+def test_batch_size_warning():
+    with pytest.warns(UserWarning, match="w_align"):
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, steps=1, batch_size=512, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, steps=1, batch_size=512, w_align=8.0,
+              progress=False)  # fmt: skip
+
+
+def test_bad_input():
+    model = tiny_clip(seed=0)
+    with pytest.raises(ValueError, match="empty"):
+        align(model, TEACHER, WORLD.images[:0], steps=1, progress=False)
+    with pytest.raises(ValueError, match="expects 32x32"):
+        align(model, TEACHER, torch.zeros(8, 3, 16, 16), steps=1, progress=False)
+    with pytest.raises(ValueError, match="teacher must return"):
+        align(model, lambda x: torch.zeros(len(x) + 1, 4), WORLD.images, steps=1, progress=False)
+    with pytest.raises(ValueError, match="learn_kernel_params"):
+        align(
+            model, TEACHER, WORLD.images, kernel="cosine", learn_kernel_params=True, progress=False
+        )
+    with pytest.raises(ValueError, match="objective"):
+        align(model, TEACHER, WORLD.images, objective="ce", progress=False)
+    with pytest.raises(TypeError, match="images"):
+        align(model, TEACHER, 3, progress=False)
+    with pytest.raises(ValueError, match="teacher returned NaN"):
+        align(model, lambda x: torch.full((len(x), 4), float("nan")), WORLD.images, steps=1,
+              gamma=0.1, progress=False)  # fmt: skip
+    with pytest.raises(FloatingPointError, match="lower lr"):  # the teacher kernel overflows
+        align(model, lambda x: torch.full((len(x), 4), 1e20), WORLD.images, steps=1,
+              gamma=0.1, progress=False)  # fmt: skip
+
+
+def test_dataset_input_equals_tensor_input():
+    ds = torch.utils.data.TensorDataset(WORLD.images, torch.zeros(len(WORLD)))
+    a, b = tiny_clip(seed=0), tiny_clip(seed=0)
+    kw = {"steps": 3, "batch_size": 16, "gamma": 0.05, "progress": False}
+    align(a, TEACHER, WORLD.images, **kw)
+    align(b, TEACHER, ds, **kw)
+    assert _vision(a) == _vision(b)
