@@ -59,8 +59,17 @@ def test_loss_decreases_on_a_fixed_batch():
 
 def test_schedule_warmup_then_cosine_after_the_optimizer():
     model = tiny_clip(seed=0)
-    r = align(model, TEACHER, WORLD.images, steps=10, warmup=4, lr=1e-3, batch_size=16,
-              objective="none", progress=False)  # fmt: skip
+    r = align(
+        model,
+        TEACHER,
+        WORLD.images,
+        steps=10,
+        warmup=4,
+        lr=1e-3,
+        batch_size=16,
+        objective="none",
+        progress=False,
+    )
     want = [1e-3 * _lr_factor(s, 10, 4) for s in range(10)]
     assert r.history["lr"] == pytest.approx(want)
     assert r.history["lr"][0] == pytest.approx(1e-3 / 4)  # the first step is a warm-up step
@@ -70,8 +79,17 @@ def test_schedule_warmup_then_cosine_after_the_optimizer():
 @pytest.mark.parametrize("learn", [False, True])
 def test_kernel_parameters_learned_only_when_asked(learn):
     model = tiny_clip(seed=0)
-    r = align(model, TEACHER, WORLD.images, steps=5, batch_size=16, gamma=0.02, c0=0.5,
-              learn_kernel_params=learn, progress=False)  # fmt: skip
+    r = align(
+        model,
+        TEACHER,
+        WORLD.images,
+        steps=5,
+        batch_size=16,
+        gamma=0.02,
+        c0=0.5,
+        learn_kernel_params=learn,
+        progress=False,
+    )
     moved = r.kernel.params()["gamma"] != pytest.approx(0.02, rel=1e-6)
     assert moved == learn
     assert (len(list(r.kernel.parameters())) > 0) == learn
@@ -82,8 +100,15 @@ def test_kernel_parameters_learned_only_when_asked(learn):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_kernel_parameters_on_the_model_device():
     model = tiny_clip(seed=0).cuda()
-    r = align(model, TEACHER, WORLD.images, steps=2, batch_size=16, learn_kernel_params=True,
-              progress=False)  # fmt: skip
+    r = align(
+        model,
+        TEACHER,
+        WORLD.images,
+        steps=2,
+        batch_size=16,
+        learn_kernel_params=True,
+        progress=False,
+    )
     assert all(p.is_cuda and p.grad is not None for p in r.kernel.parameters())
 
 
@@ -105,8 +130,14 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
     for k in want:
         torch.testing.assert_close(got[k], want[k], rtol=0, atol=0)
     with pytest.raises(ValueError, match="different settings"):
-        align(tiny_clip(seed=0), TEACHER, WORLD.images, checkpoint_dir=tmp_path, resume=True,
-              **{**kw, "lr": 1e-4})  # fmt: skip
+        align(
+            tiny_clip(seed=0),
+            TEACHER,
+            WORLD.images,
+            checkpoint_dir=tmp_path,
+            resume=True,
+            **{**kw, "lr": 1e-4},
+        )
 
 
 def test_checkpoint_dir_not_overwritten_and_corrupt_files_named(tmp_path):
@@ -123,8 +154,15 @@ def test_checkpoint_dir_not_overwritten_and_corrupt_files_named(tmp_path):
 def test_objectives():
     for objective in ("feature_l2", "none"):
         model = tiny_clip(seed=0)
-        r = align(model, TEACHER, WORLD.images, steps=2, batch_size=16, objective=objective,
-                  progress=False)  # fmt: skip
+        r = align(
+            model,
+            TEACHER,
+            WORLD.images,
+            steps=2,
+            batch_size=16,
+            objective=objective,
+            progress=False,
+        )
         assert r.kernel is None and (r.head is not None) == (objective == "feature_l2")
     # the regulariser alone: zero loss and zero gradient at the first step
     assert r.history["loss"][0] == 0.0
@@ -135,8 +173,15 @@ def test_batch_size_warning():
         align(tiny_clip(seed=0), TEACHER, WORLD.images, steps=1, batch_size=512, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        align(tiny_clip(seed=0), TEACHER, WORLD.images, steps=1, batch_size=512, w_align=8.0,
-              progress=False)  # fmt: skip
+        align(
+            tiny_clip(seed=0),
+            TEACHER,
+            WORLD.images,
+            steps=1,
+            batch_size=512,
+            w_align=8.0,
+            progress=False,
+        )
 
 
 def test_bad_input():
@@ -156,11 +201,23 @@ def test_bad_input():
     with pytest.raises(TypeError, match="images"):
         align(model, TEACHER, 3, progress=False)
     with pytest.raises(ValueError, match="teacher returned NaN"):
-        align(model, lambda x: torch.full((len(x), 4), float("nan")), WORLD.images, steps=1,
-              gamma=0.1, progress=False)  # fmt: skip
+        align(
+            model,
+            lambda x: torch.full((len(x), 4), float("nan")),
+            WORLD.images,
+            steps=1,
+            gamma=0.1,
+            progress=False,
+        )
     with pytest.raises(FloatingPointError, match="lower lr"):  # the teacher kernel overflows
-        align(model, lambda x: torch.full((len(x), 4), 1e20), WORLD.images, steps=1,
-              gamma=0.1, progress=False)  # fmt: skip
+        align(
+            model,
+            lambda x: torch.full((len(x), 4), 1e20),
+            WORLD.images,
+            steps=1,
+            gamma=0.1,
+            progress=False,
+        )
 
 
 def test_dataset_input_equals_tensor_input():

@@ -341,12 +341,23 @@ def align(
     base_lrs = [g["lr"] for g in groups]
 
     settings = {
-        "steps": steps, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
-        "warmup": warmup, "w_reg": w_reg, "w_align": w_align, "objective": objective,
-        "kernel": kernel, "teacher_kernel_kind": teacher_kernel_kind, "degree": degree,
-        "learn_kernel_params": learn_kernel_params, "kernel_lr": kernel_lr,
-        "reduction": reduction, "seed": seed, "n_images": len(data),
-    }  # fmt: skip
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "weight_decay": weight_decay,
+        "warmup": warmup,
+        "w_reg": w_reg,
+        "w_align": w_align,
+        "objective": objective,
+        "kernel": kernel,
+        "teacher_kernel_kind": teacher_kernel_kind,
+        "degree": degree,
+        "learn_kernel_params": learn_kernel_params,
+        "kernel_lr": kernel_lr,
+        "reduction": reduction,
+        "seed": seed,
+        "n_images": len(data),
+    }
     history: dict[str, list[float]] = {k: [] for k in ("step", "lr", "loss", "reg", "align")}
     if kern is not None:
         history.update({k: [] for k in kern.params()})
