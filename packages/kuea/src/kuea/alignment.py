@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from icml25_core import check_choice, check_scalar
 from icml25_core.progress import make_progress
 
-from .fitting import KernelFit, fit_kernel_params
+from .fitting import KernelFit, _embed, fit_kernel_params, median_bandwidth
 from .kernels import KERNELS, StudentKernel, teacher_kernel
 from .losses import REDUCTIONS, alignment_loss, regularization_loss
 from .towers import as_teacher, image_tower, parameters_digest
@@ -100,11 +100,15 @@ class _Batches:
         idx = torch.randperm(self.n, generator=g)[
             position * self.batch_size : (position + 1) * self.batch_size
         ]
-        if isinstance(self.data, Tensor):
-            return self.data[idx]
-        items = [self.data[int(i)] for i in idx]
-        items = [it[0] if isinstance(it, (tuple, list)) else it for it in items]
-        return torch.stack(items)
+        return _gather(self.data, idx.tolist())
+
+
+def _gather(data, idx: list[int]) -> Tensor:
+    """The images at ``idx`` of a tensor or of a dataset of images / (image, label) pairs."""
+    if isinstance(data, Tensor):
+        return data[idx]
+    items = [data[i] for i in idx]
+    return torch.stack([it[0] if isinstance(it, (tuple, list)) else it for it in items])
 
 
 def _as_data(images) -> Tensor | torch.utils.data.Dataset:
@@ -282,17 +286,11 @@ def align(
         needs_fit = (kernel == "polynomial" and gamma is None) or (
             kernel == "gaussian" and bandwidth is None
         )
-        sample = _head(data, fit_images).to(device)
+        sample = _gather(data, list(range(min(fit_images, len(data))))).to(device)
         if needs_fit or (teacher_kernel_kind == "gaussian" and teacher_bandwidth is None):
             tower.check_images(sample)
-            with torch.no_grad():
-                e_s = torch.cat(
-                    [tower.encode(sample[i : i + 256]) for i in range(0, len(sample), 256)]
-                )
-                d_s = torch.cat([teach(sample[i : i + 256]) for i in range(0, len(sample), 256)])
+            e_s, d_s = _embed(tower.encode, sample, 256), _embed(teach, sample, 256)
             if teacher_kernel_kind == "gaussian" and teacher_bandwidth is None:
-                from .fitting import median_bandwidth
-
                 teacher_bandwidth = median_bandwidth(d_s)
             if needs_fit:
                 fit = fit_kernel_params(
@@ -431,11 +429,3 @@ def align(
     if parameters_digest(iter(frozen_named)) != before:
         raise RuntimeError("a parameter outside the image tower changed during alignment")
     return AlignResult(clip_model, kern, head, history, fit)
-
-
-def _head(data, n: int) -> Tensor:
-    n = min(n, len(data))
-    if isinstance(data, Tensor):
-        return data[:n]
-    items = [data[i] for i in range(n)]
-    return torch.stack([it[0] if isinstance(it, (tuple, list)) else it for it in items])
