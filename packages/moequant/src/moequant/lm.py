@@ -143,13 +143,24 @@ def cached_model(
     digest = hashlib.sha256("".join(train[:50] + test[:5]).encode()).hexdigest()[:8]
 
     def build(folder: Path) -> None:
-        tokenizer = train_tokenizer(train, vocab_size)
-        model = tiny_mixtral(vocab_size, hidden, seed=seed)
-        train_lm(model, encode(tokenizer, train), steps, seed=seed, show_progress=show_progress)
+        # One thread: top-2 routing turns the last-bit differences between thread counts
+        # into a different model, so a cache built by a one-thread test worker and one built
+        # by a two-thread run would disagree. The key names the torch version for the same
+        # reason.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            tokenizer = train_tokenizer(train, vocab_size)
+            model = tiny_mixtral(vocab_size, hidden, seed=seed)
+            ids = encode(tokenizer, train)
+            train_lm(model, ids, steps, seed=seed, show_progress=show_progress)
+        finally:
+            torch.set_num_threads(threads)
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
 
-    name = f"mixtral-v{vocab_size}-h{hidden}-s{steps}-seed{seed}-{digest}"
+    version = torch.__version__.split("+")[0]
+    name = f"mixtral-v{vocab_size}-h{hidden}-s{steps}-seed{seed}-{digest}-t1-torch{version}"
     folder = build_once(name, build, package="moequant")
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = MixtralForCausalLM.from_pretrained(folder).eval()
