@@ -77,7 +77,7 @@ def test_save_load_round_trip(cls, data, tmp_path):
     )
     assert again.step_ == model.step_
     assert again.history_ == model.history_
-    assert again.schedule == model.schedule
+    assert again.schedule_ == model.schedule_
     other = SemiDualOT if cls is OTP else OTP
     with pytest.raises(ValueError, match="not a"):
         other.from_pretrained(tmp_path / "m")

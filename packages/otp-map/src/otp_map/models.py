@@ -39,7 +39,13 @@ from . import checkpoint
 from .costs import Cost, QuadraticCost, check_cost
 from .networks import ACTIVATIONS, ARCHS, TransportNetworks, resolve_arch
 from .samplers import make_sampler, to_tensor
-from .schedules import ConstantSchedule, GeometricSchedule, NoiseSchedule, schedule_from_dict
+from .schedules import (
+    ConstantSchedule,
+    GeometricSchedule,
+    NoiseSchedule,
+    schedule_from_dict,
+    source_floor,
+)
 
 HISTORY = "history.json"
 
@@ -50,8 +56,9 @@ class NeuralOT:
     def __init__(
         self,
         *,
-        schedule: NoiseSchedule,
+        schedule: NoiseSchedule | None,
         relative_noise: bool = True,
+        standardize: bool = True,
         tau: float = 1.0,
         cost: Cost | None = None,
         arch: str = "auto",
@@ -60,8 +67,8 @@ class NeuralOT:
         activation: str = "silu",
         residual: bool = True,
         map_steps: int = 1,
-        lr_map: float = 1e-3,
-        lr_potential: float = 1e-3,
+        lr_map: float = 3e-4,
+        lr_potential: float = 3e-4,
         betas: tuple[float, float] = (0.5, 0.9),
         r1: float = 0.0,
         device: str = "auto",
@@ -69,8 +76,8 @@ class NeuralOT:
         progress: bool = False,
         log_every: int = 10,
     ):
-        if not isinstance(schedule, NoiseSchedule):
-            raise TypeError(f"schedule must be a NoiseSchedule, got {schedule!r}")
+        if schedule is not None and not isinstance(schedule, NoiseSchedule):
+            raise TypeError(f"schedule must be None or a NoiseSchedule, got {schedule!r}")
         check_scalar(tau, "tau", low=0.0, low_inclusive=False)
         if cost is not None and not callable(cost):
             raise TypeError(f"cost must be None or callable cost(x, y) -> (n,), got {cost!r}")
@@ -91,6 +98,7 @@ class NeuralOT:
         check_scalar(log_every, "log_every", low=1, integer=True)
         self.schedule = schedule
         self.relative_noise = bool(relative_noise)
+        self.standardize = bool(standardize)
         self.tau = float(tau)
         self.cost = cost
         self.arch = arch
@@ -117,6 +125,7 @@ class NeuralOT:
     def _params(self) -> dict[str, Any]:
         return {
             "relative_noise": self.relative_noise,
+            "standardize": self.standardize,
             "tau": self.tau,
             "arch": self.arch,
             "hidden": list(self.hidden),
@@ -139,18 +148,31 @@ class NeuralOT:
     @property
     def eps_(self) -> float:
         """Noise level at the current step, in data units (0 for SemiDualOT)."""
-        return self.schedule(self.step_) * getattr(self, "noise_scale_", 1.0)
+        schedule = getattr(self, "schedule_", self.schedule)
+        if schedule is None:
+            raise RuntimeError(f"this {type(self).__name__} is not fitted: its schedule is unset")
+        return schedule(self.step_) * getattr(self, "noise_scale_", 1.0)
 
     def _torch_device(self) -> torch.device:
         return torch.device(select_device(self.device))
 
-    def _build(self, source_shape, target_shape, noise_scale: float) -> None:
+    def _resolve_schedule(self, source: torch.Tensor, target_shape) -> NoiseSchedule:
+        """The schedule to train with: the one given, or the default for this source."""
+        if self.schedule is not None:
+            return self.schedule
+        return GeometricSchedule(floor=source_floor(source, math.prod(target_shape)))
+
+    def _build(self, source_shape, target_shape, src, tgt, probe: int, n_iter: int) -> None:
         if self.cost is None and source_shape != target_shape:
             raise ValueError(
                 "source and target samples must have the same shape for the quadratic cost, got "
                 f"{source_shape} and {target_shape}; pass cost=... for spaces of different shape"
             )
         arch = resolve_arch(self.arch, source_shape, target_shape)
+        # statistics of the data: distinct source rows (atoms), target batch (scale, means)
+        x, y = src(probe, replace=False), tgt(probe)
+        self.schedule_ = self._resolve_schedule(x, target_shape)
+        scale = _data_scale(y)
         self.net_config_ = {
             "arch": arch,
             "source_shape": list(source_shape),
@@ -159,12 +181,20 @@ class NeuralOT:
             "channels": list(self.channels),
             "activation": self.activation,
             "residual": self.residual,
+            "standardized": self.standardize,
         }
-        self.noise_scale_ = float(noise_scale)
+        self.noise_scale_ = scale if self.relative_noise else 1.0
         dev = self._torch_device()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             self.networks_ = TransportNetworks(self.net_config_).to(dev)
+        if self.standardize:
+            # the source side by the scale of the smoothed source the map sees at the end
+            # of training (its own spread and the final noise), so a Dirac or a thin source
+            # does not blow up the networks' inputs; a point and no noise: the target's
+            eps_end = self.schedule_(n_iter) * self.noise_scale_
+            spread = math.hypot(_data_scale(x, default=0.0), eps_end)
+            self.networks_.set_standardization(x.mean(0), y.mean(0), spread or scale, scale)
         self.map_net_, self.potential_net_ = self.networks_.map, self.networks_.potential
         self._make_optimizers()
         self.generator_ = torch.Generator(device=dev)
@@ -236,8 +266,7 @@ class NeuralOT:
         if resume and ckpt is not None and checkpoint.has_training_state(ckpt):
             self._load_checkpoint(ckpt, dev)
         elif not (resume and self.is_fitted):
-            scale = _data_scale(tgt(min(4096, 16 * batch_size))) if self.relative_noise else 1.0
-            self._build(src_shape, tgt_shape, scale)
+            self._build(src_shape, tgt_shape, src, tgt, min(4096, 16 * batch_size), n_iter)
         if (list(src_shape), list(tgt_shape)) != (
             self.net_config_["source_shape"],
             self.net_config_["target_shape"],
@@ -306,12 +335,20 @@ class NeuralOT:
         z = torch.randn(x.shape, generator=self.generator_, device=x.device, dtype=x.dtype)
         return x + eps * z
 
+    def _train_cost(self, cost, x: torch.Tensor, xn: torch.Tensor, yn: torch.Tensor):
+        """The cost of a training pair: the quadratic cost in the networks' units (the same
+        problem, see :class:`TransportNetworks`), a custom cost in data units."""
+        if self.cost is None:
+            return cost(xn, yn)
+        return cost(x, self.networks_.target_out(yn))
+
     def _map_step(self, src, cost, eps: float, batch_size: int) -> float:
-        T, V = self.map_net_, self.potential_net_
+        T, V, nets = self.map_net_, self.potential_net_, self.networks_
         V.requires_grad_(False)
         x = self._noisy(src(batch_size), eps)
-        y = T(x)
-        loss = (cost(x, y) - V(y)).mean()
+        xn = nets.source_in(x)
+        yn = T(xn)
+        loss = (self._train_cost(cost, x, xn, yn) - V(yn)).mean()
         self.map_opt_.zero_grad(set_to_none=True)
         loss.backward()
         self.map_opt_.step()
@@ -319,10 +356,10 @@ class NeuralOT:
         return float(loss.detach())
 
     def _potential_step(self, src, tgt, eps: float, batch_size: int) -> float:
-        T, V = self.map_net_, self.potential_net_
+        T, V, nets = self.map_net_, self.potential_net_, self.networks_
         with torch.no_grad():
-            y_fake = T(self._noisy(src(batch_size), eps))
-        y = tgt(batch_size)
+            y_fake = T(nets.source_in(self._noisy(src(batch_size), eps)))
+        y = nets.target_in(tgt(batch_size))
         if self.r1 > 0:
             y.requires_grad_(True)
         v_real = V(y)
@@ -363,14 +400,33 @@ class NeuralOT:
         dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.float32
         return out.cpu().numpy().astype(dtype, copy=False)
 
+    def _map_data(self, x: torch.Tensor) -> torch.Tensor:
+        nets = self.networks_
+        return nets.target_out(self.map_net_(nets.source_in(x)))
+
     def map(self, x: Any, *, batch_size: int = 4096):
         """The map network without noise, ``T(x)``: shaped ``(n, *target_shape)``, x's type."""
-        return self._apply(self.map_net_, x, "x", "source_shape", batch_size, self.map_net_)
+        return self._apply(self.map_net_, x, "x", "source_shape", batch_size, self._map_data)
+
+    def _potential_data(self, y: torch.Tensor) -> torch.Tensor:
+        nets = self.networks_
+        v = self.potential_net_(nets.target_in(y))
+        if not nets.standardized or self.cost is not None:
+            return v
+        # undo the change of units (TransportNetworks): the potential of tau ||x - y||^2 is,
+        # up to a constant, V(y) = s_mu s_nu V'(y') + tau (1 - s_mu / s_nu) ||y - m_nu||^2
+        # - 2 tau <m_mu - m_nu, y - m_nu>
+        s_mu, s_nu = nets.source_scale, nets.target_scale
+        dy = (y - nets.target_shift).flatten(1)
+        linear = dy @ (nets.source_shift - nets.target_shift).flatten()
+        square = dy.pow(2).sum(1)
+        return s_mu * s_nu * v + self.tau * ((1 - s_mu / s_nu) * square - 2.0 * linear)
 
     def potential(self, y: Any, *, batch_size: int = 4096):
-        """The potential ``V(y)``: shaped ``(n,)``, in y's type."""
+        """The potential ``V(y)`` of the cost in data units (up to a constant): shaped
+        ``(n,)``, in y's type."""
         return self._apply(
-            self.potential_net_, y, "y", "target_shape", batch_size, self.potential_net_
+            self.potential_net_, y, "y", "target_shape", batch_size, self._potential_data
         )
 
     def transport(
@@ -415,7 +471,7 @@ class NeuralOT:
             outs = []
             for _ in range(n_samples):
                 noise = torch.randn(chunk.shape, generator=gen, device=dev) if eps > 0 else 0.0
-                outs.append(self.map_net_(chunk + eps * noise))
+                outs.append(self._map_data(chunk + eps * noise))
             return torch.stack(outs)
 
         out = self._apply(self.map_net_, x, "x", "source_shape", batch_size, sample, dim=1)
@@ -429,7 +485,7 @@ class NeuralOT:
             "class": type(self).__name__,
             "otp_map_version": __version__,
             "params": self._params(),
-            "schedule": self.schedule.to_dict(),
+            "schedule": self.schedule_.to_dict(),
             "cost": (
                 QuadraticCost(self.tau).to_dict() if self.cost is None else {"kind": "custom"}
             ),
@@ -477,10 +533,13 @@ class NeuralOT:
                 "this model was trained with a custom cost; pass the same cost= to from_pretrained"
             )
         params = dict(config["params"])
+        params.setdefault("standardize", False)  # saved before 0.2.3: no standardization
         params["hidden"] = tuple(params["hidden"])
         params["channels"] = tuple(params["channels"])
         params["betas"] = tuple(params["betas"])
-        model = classes[name]._from_config(params, schedule_from_dict(config["schedule"]))
+        schedule = schedule_from_dict(config["schedule"])
+        model = classes[name]._from_config(params, schedule)
+        model.schedule_ = schedule
         model.cost = cost
         model.device = device
         model.net_config_ = nets.network
@@ -522,12 +581,15 @@ class NeuralOT:
                 f"the checkpoint in {path} disagrees with itself: its model is at step "
                 f"{loaded.step_}, its training state at step {step}"
             )
-        if loaded._params() != self._params() or loaded.schedule != self.schedule:
+        if loaded._params() != self._params() or (
+            self.schedule is not None and loaded.schedule_ != self.schedule
+        ):
             raise ValueError(
                 f"the checkpoint in {path} was written with other settings "
-                f"({loaded._params()}, {loaded.schedule}); resume with the same ones"
+                f"({loaded._params()}, {loaded.schedule_}); resume with the same ones"
             )
         for attr in (
+            "schedule_",
             "net_config_",
             "noise_scale_",
             "networks_",
@@ -550,10 +612,10 @@ class NeuralOT:
         return f"{type(self).__name__}(step={self.step_}, eps={self.eps_:.3g})"
 
 
-def _data_scale(y: torch.Tensor) -> float:
-    """Root mean per-coordinate variance of a batch (1.0 for a constant batch)."""
+def _data_scale(y: torch.Tensor, default: float = 1.0) -> float:
+    """Root mean per-coordinate variance of a batch (``default`` for a constant batch)."""
     scale = float(y.flatten(1).var(0).mean().sqrt())
-    return scale if scale > 0 and math.isfinite(scale) else 1.0
+    return scale if scale > 0 and math.isfinite(scale) else default
 
 
 class SemiDualOT(NeuralOT):
@@ -590,12 +652,25 @@ class OTP(NeuralOT):
 
     Parameters
     ----------
-    schedule : NoiseSchedule
-        Noise level per step; default ``GeometricSchedule(start=1.0, floor=0.2,
-        decay=0.999)`` (see :mod:`otp_map.schedules` for why).
+    schedule : NoiseSchedule, optional
+        Noise level per step. Default (``None``): ``GeometricSchedule(start=1.0,
+        floor=source_floor(source), decay=0.999)``, resolved at ``fit`` (``schedule_``): a
+        floor of 0.2, raised to :math:`K^{-1/d}` for a source of :math:`K` atoms in
+        :math:`d` dimensions (see :mod:`otp_map.schedules` for why).
     relative_noise : bool
         Multiply the schedule by the target's scale (root mean per-coordinate variance,
         estimated from a batch at the start of ``fit``), so the defaults suit any units.
+    standardize : bool
+        Train the networks on standardised data: each side centred on its mean and
+        divided by a scalar scale (the target by its scale, the source by that of the
+        smoothed source at the end of training: its own spread and the final noise). The
+        quadratic cost's plans are unchanged by this (see
+        :class:`~otp_map.networks.TransportNetworks`); inputs and outputs of
+        :meth:`transport`, :meth:`map` and :meth:`potential` stay in data units, the R1
+        penalty is in the networks' units. Without it the residual map starts at the
+        identity and must learn the whole shift and scale between the two sides. With a
+        custom cost the networks still see standardised inputs while the cost gets data
+        units.
     tau : float
         Weight of the quadratic cost ``tau * ||x - y||^2``.
     cost : callable, optional
@@ -624,6 +699,8 @@ class OTP(NeuralOT):
 
     Attributes
     ----------
+    schedule_ : NoiseSchedule
+        The schedule trained with (``schedule`` or the default resolved for the source).
     map_net_, potential_net_ : torch.nn.Module
     history_ : dict of lists
     step_ : int
@@ -632,9 +709,7 @@ class OTP(NeuralOT):
     """
 
     def __init__(self, schedule: NoiseSchedule | None = None, **kwargs):
-        super().__init__(
-            schedule=schedule if schedule is not None else GeometricSchedule(), **kwargs
-        )
+        super().__init__(schedule=schedule, **kwargs)
 
     @classmethod
     def _from_config(cls, params, schedule):

@@ -151,7 +151,7 @@ def build_networks(config: dict[str, Any]) -> tuple[nn.Module, nn.Module]:
 
 
 class TransportNetworks(nn.Module, PretrainedModelMixin):
-    """The map ``T`` and the potential ``V`` of a neural OT model as one hub-mixin module.
+    r"""The map ``T`` and the potential ``V`` of a neural OT model as one hub-mixin module.
 
     ``save_pretrained`` writes ``config.json`` (``network``: what :func:`build_networks`
     takes; ``estimator``: the OT model's settings, schedule, cost and step) and
@@ -159,11 +159,21 @@ class TransportNetworks(nn.Module, PretrainedModelMixin):
     rebuilds both networks from the folder alone. :class:`~otp_map.OTP` and
     :class:`~otp_map.SemiDualOT` save and load through it.
 
+    With ``network["standardized"]`` true the networks work in standardised coordinates
+    :math:`x' = (x - m_\mu)/s_\mu`, :math:`y' = (y - m_\nu)/s_\nu` (a mean and a scalar
+    scale per side), held as the buffers ``source_shift`` ``(*source_shape)``,
+    ``target_shift`` ``(*target_shape)``, ``source_scale`` and ``target_scale`` ``()``;
+    :meth:`source_in`, :meth:`target_in` and :meth:`target_out` convert. For the quadratic
+    cost this changes nothing in the problem: :math:`\|x - y\|^2` and
+    :math:`s_\mu s_\nu \|x' - y'\|^2` differ by terms in :math:`x` alone and terms in
+    :math:`y` alone (which the potential absorbs), so the optimal plans correspond exactly.
+    Without it (models saved before 0.2.3) the three conversions are the identity.
+
     Parameters
     ----------
     network : dict
         Keys ``arch``, ``source_shape``, ``target_shape``, ``hidden`` / ``channels``,
-        ``activation``, ``residual``.
+        ``activation``, ``residual`` and optionally ``standardized``.
     estimator : dict, optional
         The estimator's own record (JSON); stored, not interpreted here.
     """
@@ -173,3 +183,32 @@ class TransportNetworks(nn.Module, PretrainedModelMixin):
         self.network = dict(network)
         self.estimator = dict(estimator or {})
         self.map, self.potential = build_networks(self.network)
+        self.standardized = bool(self.network.get("standardized", False))
+        if self.standardized:
+            self.register_buffer("source_shift", torch.zeros(self.network["source_shape"]))
+            self.register_buffer("target_shift", torch.zeros(self.network["target_shape"]))
+            self.register_buffer("source_scale", torch.ones(()))
+            self.register_buffer("target_scale", torch.ones(()))
+
+    def set_standardization(
+        self, source_shift, target_shift, source_scale: float, target_scale: float
+    ) -> None:
+        """Fill the buffers: the means of each side ``(*shape)`` and their scales ``> 0``."""
+        if not self.standardized:
+            raise RuntimeError("these networks were built without standardization")
+        self.source_shift.copy_(source_shift)
+        self.target_shift.copy_(target_shift)
+        self.source_scale.fill_(float(source_scale))
+        self.target_scale.fill_(float(target_scale))
+
+    def source_in(self, x: torch.Tensor) -> torch.Tensor:
+        """Source samples ``(n, *source_shape)`` in data units -> the networks' units."""
+        return (x - self.source_shift) / self.source_scale if self.standardized else x
+
+    def target_in(self, y: torch.Tensor) -> torch.Tensor:
+        """Target samples ``(n, *target_shape)`` in data units -> the networks' units."""
+        return (y - self.target_shift) / self.target_scale if self.standardized else y
+
+    def target_out(self, y: torch.Tensor) -> torch.Tensor:
+        """The map's output in the networks' units -> data units (inverse of target_in)."""
+        return self.target_shift + self.target_scale * y if self.standardized else y

@@ -3,7 +3,9 @@
 An array or tensor shaped ``(n, *sample_shape)`` is an empirical measure; batches are drawn
 uniformly with replacement by a seeded ``torch.Generator`` (so training is reproducible and
 resumable bit for bit). A callable ``f(n) -> (n, *sample_shape)`` samples an infinite
-measure; its randomness is its own.
+measure; its randomness is its own. ``sample(n, replace=False)`` draws distinct rows of an
+array (at most all of them), for statistics that resampling would distort, such as how
+many distinct points the data holds.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 
 from icml25_core import check_array
 
-Sampler = Callable[[int], torch.Tensor]
+Sampler = Callable[..., torch.Tensor]
 
 
 def to_tensor(x: Any, name: str, device, dtype=torch.float32) -> torch.Tensor:
@@ -31,7 +33,8 @@ def to_tensor(x: Any, name: str, device, dtype=torch.float32) -> torch.Tensor:
 def make_sampler(
     data: Any, name: str, device: torch.device, generator: torch.Generator
 ) -> tuple[Sampler, tuple[int, ...]]:
-    """A function ``sample(n) -> (n, *shape)`` on ``device`` and the sample shape.
+    """A function ``sample(n, replace=True) -> (n, *shape)`` on ``device`` and the sample
+    shape; for an array, ``replace=False`` returns ``min(n, len(data))`` distinct rows.
 
     Raises
     ------
@@ -43,7 +46,8 @@ def make_sampler(
         probe = _call(data, name, 2, device)
         shape = tuple(probe.shape[1:])
 
-        def sample(n: int) -> torch.Tensor:
+        def sample(n: int, replace: bool = True) -> torch.Tensor:
+            # a callable's draws are independent: with or without replacement is the same
             out = _call(data, name, n, device)
             if tuple(out.shape[1:]) != shape:
                 raise ValueError(
@@ -59,8 +63,11 @@ def make_sampler(
             f"shape {tuple(table.shape)}; reshape 1-D data with x[:, None]"
         )
 
-    def sample(n: int) -> torch.Tensor:
-        idx = torch.randint(table.shape[0], (n,), generator=generator, device=device)
+    def sample(n: int, replace: bool = True) -> torch.Tensor:
+        if replace:
+            idx = torch.randint(table.shape[0], (n,), generator=generator, device=device)
+        else:
+            idx = torch.randperm(table.shape[0], generator=generator, device=device)[:n]
         return table[idx]
 
     return sample, tuple(table.shape[1:])
