@@ -95,7 +95,8 @@ def _peer(smoke: bool) -> list:
         quality["POT EMDTransport"] = {"w2": wasserstein2(mapping.transform(Xs=new), fresh)}
 
     def otp():
-        model = make_model("OTP", cfg, seed=0).fit(train, tgt, n_iter=cfg["n_iter"], batch_size=256)
+        model = make_model("OTP", cfg, 0, train, tgt)
+        model.fit(train, tgt, n_iter=cfg["n_iter"], batch_size=256)
         quality["OTP"] = {"w2": wasserstein2(model.transport(new, seed=0), fresh)}
 
     # the floor: w2 between two fresh target samples of the same size

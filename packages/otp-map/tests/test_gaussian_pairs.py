@@ -42,7 +42,8 @@ def test_semidual_learns_the_gaussian_map(name):
     xs, xt, (ms, cs, mt, ct) = _pair(name)
     model = SemiDualOT(**SETTINGS).fit(xs, xt, n_iter=N_ITER)
     x = xs[:1000]
-    assert map_error(model.transport(x), gaussian_map(ms, cs, mt, ct)(x)) < 0.02
+    # measured with 0.2.3: 0.0028, 0.0025, 0.0024 (0.2.2 on the scaled pair: 0.18)
+    assert map_error(model.transport(x), gaussian_map(ms, cs, mt, ct)(x)) < 0.01
 
 
 @pytest.mark.parametrize("name", list(PAIRS))
@@ -54,7 +55,8 @@ def test_otp_learns_the_smoothed_gaussian_plan(name):
     assert eps == pytest.approx(0.2 * np.sqrt(np.trace(ct) / 2), rel=0.1)
     projection = model.transport(x, n_samples=256, seed=0).mean(0)
     smoothed = gaussian_map(ms, cs + eps**2 * np.eye(2), mt, ct)(x)
-    assert map_error(projection, smoothed) < 0.02
-    # the unsmoothed map: within 0.05, the experiment's bound (the smoothing bias is 0.04
-    # of the variance on the scaled pair, where the noise is 0.6 of the source's spread)
+    assert map_error(projection, smoothed) < 0.01  # measured: 0.0023, 0.0019, 0.0021
+    # the unsmoothed map: within 0.05, the experiment's bound (measured 0.0055, 0.025,
+    # 0.0049; the smoothing bias alone is 0.020 of the variance on the scaled pair, where
+    # the final noise is 0.6 of the source's spread)
     assert map_error(projection, gaussian_map(ms, cs, mt, ct)(x)) < 0.05

@@ -48,6 +48,7 @@ from .schedules import (
 )
 
 HISTORY = "history.json"
+_LATE = 10**9  # a step far past any training: the schedule's final level
 
 
 class NeuralOT:
@@ -162,7 +163,7 @@ class NeuralOT:
             return self.schedule
         return GeometricSchedule(floor=source_floor(source, math.prod(target_shape)))
 
-    def _build(self, source_shape, target_shape, src, tgt, probe: int, n_iter: int) -> None:
+    def _build(self, source_shape, target_shape, src, tgt, probe: int) -> None:
         if self.cost is None and source_shape != target_shape:
             raise ValueError(
                 "source and target samples must have the same shape for the quadratic cost, got "
@@ -189,10 +190,10 @@ class NeuralOT:
             torch.manual_seed(self.seed)
             self.networks_ = TransportNetworks(self.net_config_).to(dev)
         if self.standardize:
-            # the source side by the scale of the smoothed source the map sees at the end
-            # of training (its own spread and the final noise), so a Dirac or a thin source
+            # the source side by the scale of the smoothed source the map sees once the
+            # schedule has settled (its own spread and the final noise), so a Dirac or a thin source
             # does not blow up the networks' inputs; a point and no noise: the target's
-            eps_end = self.schedule_(n_iter) * self.noise_scale_
+            eps_end = self.schedule_(_LATE) * self.noise_scale_
             spread = math.hypot(_data_scale(x, default=0.0), eps_end)
             self.networks_.set_standardization(x.mean(0), y.mean(0), spread or scale, scale)
         self.map_net_, self.potential_net_ = self.networks_.map, self.networks_.potential
@@ -266,7 +267,7 @@ class NeuralOT:
         if resume and ckpt is not None and checkpoint.has_training_state(ckpt):
             self._load_checkpoint(ckpt, dev)
         elif not (resume and self.is_fitted):
-            self._build(src_shape, tgt_shape, src, tgt, min(4096, 16 * batch_size), n_iter)
+            self._build(src_shape, tgt_shape, src, tgt, min(4096, 16 * batch_size))
         if (list(src_shape), list(tgt_shape)) != (
             self.net_config_["source_shape"],
             self.net_config_["target_shape"],
@@ -663,7 +664,7 @@ class OTP(NeuralOT):
     standardize : bool
         Train the networks on standardised data: each side centred on its mean and
         divided by a scalar scale (the target by its scale, the source by that of the
-        smoothed source at the end of training: its own spread and the final noise). The
+        smoothed source at the schedule's final noise: its own spread and that noise). The
         quadratic cost's plans are unchanged by this (see
         :class:`~otp_map.networks.TransportNetworks`); inputs and outputs of
         :meth:`transport`, :meth:`map` and :meth:`potential` stay in data units, the R1
