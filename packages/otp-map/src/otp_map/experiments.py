@@ -48,7 +48,7 @@ from .metrics import (
     wasserstein2,
 )
 from .models import OTP, SemiDualOT
-from .schedules import GeometricSchedule, source_floor
+from .schedules import GeometricSchedule, n_atoms, source_floor
 
 METHOD = "OTP"
 BASELINE = "SemiDualOT (SNOT)"
@@ -162,7 +162,7 @@ def run_task(name: str, cfg: dict, seed: int) -> list[Row]:
     rows.append(
         Row(FLOOR_ROW, seed, {"w2": wasserstein2(fresh2, fresh)}, {"task": name}, baseline=True)
     )
-    atoms = len(np.unique(src, axis=0))
+    atoms = n_atoms(torch.as_tensor(src))
     if atoms <= n_eval:  # a source of k atoms: no deterministic map beats the best k points
         bound = quantization_bound(fresh, atoms, seed=seed)
         rows.append(Row(BOUND_ROW, seed, {"w2": bound}, {"task": name}, baseline=True))

@@ -191,8 +191,9 @@ class NeuralOT:
             self.networks_ = TransportNetworks(self.net_config_).to(dev)
         if self.standardize:
             # the source side by the scale of the smoothed source the map sees once the
-            # schedule has settled (its own spread and the final noise), so a Dirac or a thin source
-            # does not blow up the networks' inputs; a point and no noise: the target's
+            # schedule has settled (its own spread and the final noise), so a Dirac or a
+            # thin source does not blow up the networks' inputs; for a Dirac without noise
+            # (SemiDualOT) that scale is 0 and the target's is used
             eps_end = self.schedule_(_LATE) * self.noise_scale_
             spread = math.hypot(_data_scale(x, default=0.0), eps_end)
             self.networks_.set_standardization(x.mean(0), y.mean(0), spread or scale, scale)

@@ -166,9 +166,13 @@ def source_floor(source: torch.Tensor, dim: int, *, floor: float = DEFAULT_FLOOR
     """
     check_scalar(dim, "dim", low=1, integer=True)
     check_scalar(floor, "floor", low=0.0)
-    n = source.shape[0]
-    k = torch.unique(source.flatten(1), dim=0).shape[0]
-    return float(floor) if k >= n else max(float(floor), k ** (-1.0 / dim))
+    k = n_atoms(source)
+    return float(floor) if k >= source.shape[0] else max(float(floor), k ** (-1.0 / dim))
+
+
+def n_atoms(source: torch.Tensor) -> int:
+    """Number of distinct points in a sample ``(n, *shape)``."""
+    return int(torch.unique(source.flatten(1), dim=0).shape[0])
 
 
 SCHEDULES: dict[str, type[NoiseSchedule]] = {
