@@ -4,7 +4,17 @@ maximisation, baselines, problems, bad input."""
 import numpy as np
 import pytest
 
-from drebo_ssl import BORE, DREBOSSL, GPLogEI, RandomSearch, get_problem, minimize, run_loop
+from drebo_ssl import (
+    BORE,
+    DREBOSSL,
+    TPE,
+    GPLogEI,
+    RandomSearch,
+    class1_probability,
+    get_problem,
+    minimize,
+    run_loop,
+)
 
 FAST = {"n_candidates": 300, "n_starts": 10}
 
@@ -62,11 +72,17 @@ def test_maximize_is_minimize_of_the_negative():
         (GPLogEI, {"num_restarts": 2, "raw_samples": 16}),
         (RandomSearch, {}),
         (DREBOSSL, {"ssl": "label_spreading", "unlabeled": "uniform", **FAST}),
+        (DREBOSSL, {"acquisition": "extrapolate", "bandwidth_start": "grid", **FAST}),
+        (TPE, {}),
     ],
 )
 @pytest.mark.parametrize("pool", [False, True])
 def test_every_optimiser_runs_in_both_scenarios(make, kwargs, pool):
     problem = get_problem("branin")
+    if make is TPE and pool:
+        with pytest.raises(ValueError, match="pool must be None"):
+            TPE(problem.bounds, pool=problem.bounds)
+        return
     P = None
     if pool:
         rng = np.random.default_rng(0)
@@ -77,6 +93,70 @@ def test_every_optimiser_runs_in_both_scenarios(make, kwargs, pool):
     assert res.best_value == pytest.approx(np.nanmin(res.y))
     if pool:
         assert len(np.unique(res.X, axis=0)) == 7
+    assert len(res.asks) == 3 and all(a["n"] == 1 for a in res.asks)
+    assert {a["branch"] for a in res.asks} <= {"random", "sure", "optimizer", "argmax"}
+
+
+def test_asks_record_the_branch_the_sure_count_and_the_bandwidth():
+    problem = get_problem("branin")
+    res = minimize(problem, problem.bounds, n_init=5, n_iter=6, seed=0, **FAST)
+    assert len(res.asks) == 6
+    for a in res.asks:
+        assert a["branch"] in ("sure", "optimizer")
+        assert 0 <= a["n_sure"] <= FAST["n_candidates"]
+        # the bandwidth lies in the official box carried into the unit cube: 225 * 10^+-5
+        assert 225e-5 <= a["gamma"] <= 225e5
+        assert (a["branch"] == "sure") == (a["n_sure"] >= 1)
+    # certain=None never picks at random among sure candidates
+    res = minimize(problem, problem.bounds, n_init=5, n_iter=3, seed=0, certain=None, **FAST)
+    assert {a["branch"] for a in res.asks} == {"optimizer"}
+    # BORE maximises by default; the 0.99 rule is an option; the forest takes the best candidate
+    mlp = run_loop(BORE(problem.bounds, seed=0, n_candidates=100, n_starts=3), problem, 5, 2)
+    assert {a["branch"] for a in mlp.asks} == {"optimizer"}
+    rf = run_loop(BORE(problem.bounds, classifier="rf", seed=0, n_candidates=100), problem, 5, 2)
+    assert {a["branch"] for a in rf.asks} == {"argmax"}
+    rule = BORE(problem.bounds, classifier="rf", certain=0.99, seed=0, n_candidates=100)
+    assert {a["branch"] for a in run_loop(rule, problem, 5, 2).asks} <= {"argmax", "sure"}
+
+
+@pytest.mark.parametrize("acquisition", ["official", "extrapolate"])
+def test_probability_after_tell(acquisition):
+    problem = get_problem("branin")
+    opt = DREBOSSL(problem.bounds, seed=0, acquisition=acquisition, **FAST)
+    X = problem.bounds[0] + np.random.default_rng(0).random((8, 2)) * 15.0
+    with pytest.raises(ValueError, match="both classes"):
+        opt.probability(X[:2])
+    opt.tell(X, [problem(x) for x in X])
+    p = opt.probability(X)
+    assert p.shape == (8,) and np.all((p >= 0) & (p <= 1))
+    # the good points (the best third) are more probable than the bad ones
+    good = np.asarray([problem(x) for x in X]) <= np.quantile(opt.y_, 0.33, method="nearest")
+    assert p[good].mean() > p[~good].mean()
+    np.testing.assert_allclose(
+        p, class1_probability(opt.model_, opt.to_unit(X), acquisition=acquisition)
+    )
+    with pytest.raises(ValueError, match="2 columns"):
+        opt.probability(np.zeros((1, 3)))
+
+
+def test_suggestions_are_invariant_to_the_units_with_the_grid_start():
+    """Bounds, unlabelled spread and objective scaled by 10 give the same unit-cube
+    suggestions: the model works in the unit cube and the grid start is unit-free."""
+    problem = get_problem("branin")
+    f = problem.fn
+    kwargs = {"bandwidth_start": "grid", "n_candidates": 300, "n_starts": 5}
+    a = minimize(f, problem.bounds, n_init=5, n_iter=4, seed=2, **kwargs)
+    b = minimize(
+        lambda x: f(x / 10.0),
+        10.0 * problem.bounds,
+        n_init=5,
+        n_iter=4,
+        seed=2,
+        unlabeled_std=10.0,
+        **kwargs,
+    )
+    np.testing.assert_allclose(b.X / 10.0, a.X, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose([r["gamma"] for r in b.asks], [r["gamma"] for r in a.asks])
 
 
 def test_gp_batch_suggestions_are_distinct():

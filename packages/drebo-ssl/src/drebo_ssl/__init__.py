@@ -4,7 +4,8 @@
 the best ``zeta`` fraction of observations is labelled good, unlabelled points are added,
 label propagation or label spreading (scikit-learn) estimates the probability of being
 good, and the next point maximises it. Baselines on the same interface: :class:`BORE`
-(supervised classifier), :class:`GPLogEI` (BoTorch) and :class:`RandomSearch`.
+(supervised classifier), :class:`GPLogEI` (BoTorch), :class:`TPE` (optuna) and
+:class:`RandomSearch`.
 """
 
 from importlib.metadata import version as _version
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
         check_bounds,
         run_loop,
     )
-    from .baselines import BORE, GPLogEI, RandomSearch
+    from .baselines import BORE, TPE, GPLogEI, RandomSearch
     from .labels import quantile_labels
     from .optimizer import DREBOSSL, minimize
     from .problems import PROBLEMS, Problem, get_problem
@@ -34,6 +35,7 @@ __all__ = [
     "BORE",
     "DREBOSSL",
     "PROBLEMS",
+    "TPE",
     "AskTellOptimizer",
     "DensityRatioOptimizer",
     "GPLogEI",

@@ -11,5 +11,8 @@ METHOD = Method(
     summary="Bayesian optimisation with a label-propagation density-ratio classifier",
     experiments={"synthetic-functions": "drebo_ssl.experiments:SYNTHETIC_FUNCTIONS"},
     status="available",
-    claim=("did not hold at 30 iterations x 3 seeds: SSL beat supervised DRE in 4 of 8 cases"),
+    claim=(
+        "0.2 re-run pending (paired Wilcoxon, 5 seeds); 0.1.2: did not hold at 30 iterations "
+        "x 3 seeds, SSL below supervised DRE in 4 of 8 cases"
+    ),
 )

@@ -53,6 +53,13 @@ class OptimizeResult:
         Their values as returned by ``f`` (NaN for failed evaluations).
     best_so_far : ndarray (n,)
         Best finite value after each evaluation (NaN before the first finite one).
+    asks : list of dict
+        One record per :meth:`~AskTellOptimizer.ask`, in order: ``n`` (points asked),
+        ``branch`` (what chose them: ``"random"`` before the model exists or for random
+        search, ``"sure"`` a random pick among candidates with probability >= ``certain``,
+        ``"optimizer"`` L-BFGS-B or the acquisition optimiser, ``"argmax"`` the best
+        candidates or pool rows) and, for the density-ratio optimisers, ``n_sure`` (how
+        many candidates were sure) and ``gamma`` (DRE-BO-SSL's unit-cube bandwidth).
     """
 
     x_best: np.ndarray
@@ -60,11 +67,13 @@ class OptimizeResult:
     X: np.ndarray
     y: np.ndarray
     best_so_far: np.ndarray = field(repr=False)
+    asks: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 class AskTellOptimizer:
-    """Base class: subclasses implement ``_suggest(n) -> (n, d)`` unit-cube points (or pool
-    indices via ``_suggest_pool``)."""
+    """Base class: subclasses implement ``_suggest(n)``, returning ``(n, d)`` unit-cube
+    points and a record of how they were chosen (a dict with ``branch``), and
+    ``_suggest_pool(free, n)``, returning indices into ``free`` and the record."""
 
     def __init__(self, bounds, *, pool=None, maximize: bool = False, seed: int | None = None):
         self.bounds = check_bounds(bounds)
@@ -87,6 +96,7 @@ class AskTellOptimizer:
         self.available_ = None if pool is None else np.ones(len(pool), dtype=bool)
         self.X_ = np.zeros((0, self.dim))
         self.y_ = np.zeros(0)
+        self.asks_: list[dict[str, Any]] = []
 
     # ---------------------------------------------------------------- coordinates
     def to_unit(self, X: np.ndarray) -> np.ndarray:
@@ -112,10 +122,14 @@ class AskTellOptimizer:
             free = np.flatnonzero(self.available_)
             if free.size < n:
                 raise ValueError(f"the pool has {free.size} unevaluated points left, asked for {n}")
-            idx = free[self._suggest_pool(free, n)]
+            chosen, info = self._suggest_pool(free, n)
+            idx = free[chosen]
             self.available_[idx] = False
+            self.asks_.append({"n": n, **info})
             return self.pool[idx].copy()
-        return self.from_unit(np.clip(self._suggest(n), 0.0, 1.0))
+        Z, info = self._suggest(n)
+        self.asks_.append({"n": n, **info})
+        return self.from_unit(np.clip(Z, 0.0, 1.0))
 
     def tell(self, X, y) -> None:
         """Record evaluations: ``X`` (n, d) or (d,), ``y`` (n,) or a scalar; NaN allowed in y."""
@@ -138,11 +152,11 @@ class AskTellOptimizer:
     def _random_unit(self, n: int) -> np.ndarray:
         return self.rng.random((n, self.dim))
 
-    def _suggest(self, n: int) -> np.ndarray:
-        return self._random_unit(n)
+    def _suggest(self, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+        return self._random_unit(n), {"branch": "random"}
 
-    def _suggest_pool(self, free: np.ndarray, n: int) -> np.ndarray:
-        return self.rng.choice(free.size, size=n, replace=False)
+    def _suggest_pool(self, free: np.ndarray, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+        return self.rng.choice(free.size, size=n, replace=False), {"branch": "random"}
 
     # ---------------------------------------------------------------- results
     def result(self) -> OptimizeResult:
@@ -159,6 +173,7 @@ class AskTellOptimizer:
             X=self.X_.copy(),
             y=self.y_.copy(),
             best_so_far=-best if self.maximize else best,
+            asks=[dict(a) for a in self.asks_],
         )
 
     # ---------------------------------------------------------------- state
@@ -171,6 +186,7 @@ class AskTellOptimizer:
             "y": [None if np.isnan(v) else float(v) for v in self.y_],
             "available": None if self.available_ is None else self.available_.tolist(),
             "rng": self.rng.bit_generator.state,
+            "asks": [dict(a) for a in self.asks_],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -188,11 +204,13 @@ class AskTellOptimizer:
                 raise ValueError("state was saved with a pool of another size")
             self.available_ = np.asarray(state["available"], dtype=bool)
         self.rng.bit_generator.state = state["rng"]
+        self.asks_ = [dict(a) for a in state.get("asks", [])]  # absent in 0.1 states
 
 
 class DensityRatioOptimizer(AskTellOptimizer):
     """Shared part of the density-ratio optimisers (DRE-BO-SSL, BORE): the quantile labels
-    and the acquisition maximiser's settings."""
+    and the acquisition maximiser's settings (``certain``: the probability at or above
+    which a candidate counts as sure, ``None`` to always maximise)."""
 
     def __init__(
         self,
@@ -201,6 +219,7 @@ class DensityRatioOptimizer(AskTellOptimizer):
         zeta: float,
         n_candidates: int,
         n_starts: int,
+        certain: float | None,
         pool=None,
         maximize: bool = False,
         seed: int | None = None,
@@ -211,6 +230,9 @@ class DensityRatioOptimizer(AskTellOptimizer):
         )
         self.n_candidates = check_scalar(n_candidates, "n_candidates", low=1, integer=True)
         self.n_starts = check_scalar(n_starts, "n_starts", low=1, integer=True)
+        self.certain = (
+            None if certain is None else check_scalar(certain, "certain", low=0.0, high=1.0)
+        )
         # each suggestion holds the (n_candidates, d) float64 candidates and, inside the
         # classifier, about two working copies of them (distances to the labelled points)
         check_memory(

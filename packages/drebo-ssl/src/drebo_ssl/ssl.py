@@ -1,21 +1,27 @@
-r"""Semi-supervised classifiers (scikit-learn's label propagation / spreading) and the
-entropy-minimising choice of their RBF bandwidth.
+r"""Semi-supervised classifiers (scikit-learn's label propagation / spreading), their class-1
+probability at new points, and the entropy-minimising choice of their RBF bandwidth.
 
 Inputs are points of the unit cube (the optimiser rescales the bounds), so the bandwidth
 :math:`\beta` of the kernel :math:`k(x, x') = \exp(-\beta \|x - x'\|^2)` is in unit-cube
 units. Following the paper, :math:`\beta` minimises the mean Shannon entropy of the
-predicted class probabilities over labelled and unlabelled points,
+predicted class probabilities (``predict_proba``) at the labelled and unlabelled points,
 
-.. math:: \beta^\star = \arg\min_{\beta \in [10^{-5}, 10^{5}]}
-    \frac1{n}\sum_{i=1}^n H\big(p_\beta(\cdot \mid x_i)\big),
+.. math:: \beta^\star = \arg\min_{\beta}\ \frac1{n}\sum_{i=1}^n H\big(p_\beta(\cdot \mid x_i)\big),
 
-found by L-BFGS-B over :math:`\log_{10}\beta \in [-5, 5]` (the paper's box, better scaled).
-The paper starts L-BFGS-B at :math:`\beta = 1` in the problem's own units. In the unit cube
-that start often sits on the plateau of small bandwidths, where every point gets the class
-proportions and the finite-difference gradient is noise, so the search ends anywhere. We
-start instead from the best point of the grid :math:`\beta \in \{10^{-5}, \dots, 10^{5}\}`
-(which contains 1), so the result is never worse than :math:`\beta = 1` and does not depend
-on the units of the problem.
+by L-BFGS-B. The official code searches :math:`\beta \in [10^{-5}, 10^{5}]` from
+:math:`\beta = 1` in the problem's own units. For bounds of widths :math:`w_k` a raw-unit
+bandwidth :math:`\beta` is the unit-cube bandwidth :math:`\beta s` with
+:math:`s = (\prod_k w_k^2)^{1/d}` (exact when the widths are equal), so by default
+(``start="official"``) the search runs over :math:`\log_{10}\beta` in
+:math:`\log_{10} s \pm 5` from :math:`\log_{10} s`: the official start and box, carried
+into the unit cube, on a log scale. ``start="grid"`` starts from the best of the eleven
+decades of the unit-cube box :math:`[10^{-5}, 10^5]` instead: never worse than any of
+them, and independent of the units of the problem.
+
+A point with no kernel mass (every kernel value to a point that carries a label
+distribution underflows) has no defined prediction: scikit-learn returns 0/0 = NaN, which
+makes the official objective NaN. Here its entropy is the maximal ``log 2``, so
+disconnecting the graph is not rewarded.
 """
 
 from __future__ import annotations
@@ -30,15 +36,20 @@ from sklearn.semi_supervised import LabelPropagation, LabelSpreading
 from icml25_core import check_choice
 
 SSL_MODELS = ("label_propagation", "label_spreading")
-LOG10_BOUNDS = (-5.0, 5.0)
+ACQUISITIONS = ("official", "extrapolate")
+STARTS = ("official", "grid")
+MAX_ITER = {"label_propagation": 10_000, "label_spreading": 100}  # the official caps
+DECADES = 5.0  # the box is start +- 5 decades (official: 1e-5 .. 1e5 around 1)
+FD_STEP = 1e-3  # finite-difference step in log10 units (see select_bandwidth)
 
 
-def make_ssl(kind: str, gamma: float, max_iter: int = 1000):
-    """An unfitted scikit-learn model: ``LabelPropagation`` or ``LabelSpreading(alpha=0.2)``."""
+def make_ssl(kind: str, gamma: float):
+    """An unfitted scikit-learn model with the official iteration caps:
+    ``LabelPropagation(max_iter=10000)`` or ``LabelSpreading(alpha=0.2, max_iter=100)``."""
     check_choice(kind, "ssl", SSL_MODELS)
     if kind == "label_propagation":
-        return LabelPropagation(kernel="rbf", gamma=gamma, max_iter=max_iter)
-    return LabelSpreading(kernel="rbf", gamma=gamma, alpha=0.2, max_iter=max_iter)
+        return LabelPropagation(kernel="rbf", gamma=gamma, max_iter=MAX_ITER[kind])
+    return LabelSpreading(kernel="rbf", gamma=gamma, alpha=0.2, max_iter=MAX_ITER[kind])
 
 
 def fit_ssl(kind: str, X: np.ndarray, labels: np.ndarray, gamma: float):
@@ -51,64 +62,113 @@ def fit_ssl(kind: str, X: np.ndarray, labels: np.ndarray, gamma: float):
 
 
 def mean_entropy(kind: str, X: np.ndarray, labels: np.ndarray, gamma: float) -> float:
-    """Mean Shannon entropy (nats) of the fitted model's class probabilities at ``X``.
+    """Mean Shannon entropy (nats) of the fitted model's ``predict_proba`` at ``X``.
 
-    Degenerate fits (NaN probabilities when every kernel value underflows) count as the
+    Rows without a defined prediction (no kernel mass: NaN in scikit-learn) count as the
     maximal entropy ``log 2``.
     """
     model = fit_ssl(kind, X, labels, gamma)
-    P = model.label_distributions_
-    if not np.all(np.isfinite(P)):
-        return float(np.log(2.0))
-    P = np.clip(P, 1e-12, 1.0)
-    return float(-(P * np.log(P)).sum(1).mean())
+    with np.errstate(all="ignore"):
+        P = model.predict_proba(X)
+    undefined = ~np.all(np.isfinite(P), axis=1)
+    P = np.where(undefined[:, None], 0.5, P)
+    H = -(P * np.log(np.where(P > 0, P, 1.0))).sum(1)  # 0 log 0 = 0
+    return float(H.mean())
 
 
-def select_bandwidth(kind: str, X: np.ndarray, labels: np.ndarray) -> float:
-    """The entropy-minimising bandwidth: L-BFGS-B over log10 gamma from the best of the
-    grid 1e-5, 1e-4, ..., 1e5 (never worse than any grid point, gamma = 1 included)."""
+def unit_bandwidth_scale(bounds: np.ndarray) -> float:
+    """``s`` such that a raw-unit bandwidth ``beta`` is ``beta * s`` in the unit cube:
+    the geometric mean of the squared widths of ``bounds`` (2, d)."""
+    widths = np.asarray(bounds, dtype=float)[1] - np.asarray(bounds, dtype=float)[0]
+    return float(np.exp(np.mean(2.0 * np.log(widths))))
+
+
+def select_bandwidth(
+    kind: str, X: np.ndarray, labels: np.ndarray, *, scale: float = 1.0, start: str = "official"
+) -> float:
+    """The entropy-minimising bandwidth (unit-cube units) by L-BFGS-B over its log10.
+
+    Parameters
+    ----------
+    kind : {"label_propagation", "label_spreading"}
+    X : ndarray (n, d)
+        Labelled and unlabelled points of the unit cube.
+    labels : ndarray (n,)
+        0, 1, or -1 (unlabelled).
+    scale : float
+        :func:`unit_bandwidth_scale` of the problem's bounds: the unit-cube value of a
+        raw-unit bandwidth of 1. ``start="official"`` searches ``log10(scale) +- 5`` from
+        ``log10(scale)``.
+    start : {"official", "grid"}
+        ``"grid"``: search the unit-cube box ``[-5, 5]`` from its best integer point.
+    """
+    check_choice(start, "start", STARTS)
 
     def objective(z):
         return mean_entropy(kind, X, labels, 10.0 ** float(np.ravel(z)[0]))
 
-    grid = np.arange(LOG10_BOUNDS[0], LOG10_BOUNDS[1] + 1.0)
-    values = [objective(z) for z in grid]
-    start = float(grid[int(np.argmin(values))])
-    res = minimize(objective, x0=[start], method="L-BFGS-B", bounds=[LOG10_BOUNDS])
-    best = float(res.x[0]) if res.fun <= min(values) else start
+    if start == "official":
+        centre = float(np.log10(scale))
+        box = (centre - DECADES, centre + DECADES)
+        z0, f0 = centre, objective(centre)
+    else:
+        box = (-DECADES, DECADES)
+        grid = np.arange(box[0], box[1] + 1.0)
+        values = [objective(z) for z in grid]
+        z0, f0 = float(grid[int(np.argmin(values))]), float(min(values))
+    res = minimize(objective, x0=[z0], method="L-BFGS-B", bounds=[box], options={"eps": FD_STEP})
+    best = float(res.x[0]) if res.fun <= f0 else z0
     return 10.0**best
 
 
-def class1_probability(model, Z: np.ndarray) -> np.ndarray:
+def class1_probability(model, Z: np.ndarray, *, acquisition: str = "official") -> np.ndarray:
     r"""Class-1 probability of a fitted label propagation / spreading model at ``Z``.
 
-    Equal to the model's ``predict_proba(Z)[:, 1]``,
-    :math:`p(x) = \sum_j w_j(x) F_{j1}` with :math:`w(x) = \mathrm{softmax}_j(-\beta
-    \|x - x_j\|^2)` over the training rows, but computed in the log domain so it stays
-    defined where every kernel value underflows. Shapes: ``Z`` (m, d) -> (m,).
+    With training rows :math:`x_j`, label distributions :math:`F` and kernel weights
+    :math:`w_j(x) = \exp(-\beta\|x - x_j\|^2)`, scikit-learn's ``predict_proba`` is
+
+    .. math:: p(x) = \frac{\sum_j w_j(x) F_{j1}}{\sum_j w_j(x) (F_{j0} + F_{j1})}.
+
+    ``acquisition="official"``: that value, and 0 where the denominator underflows to 0
+    (the official code maps scikit-learn's NaN to 0), so points beyond the kernel's reach
+    are never "sure". ``"extrapolate"``: the same ratio in the log domain, defined
+    everywhere: far from the data a point takes the label of the nearest training rows.
+    Shapes: ``Z`` (m, d) -> (m,).
     """
+    check_choice(acquisition, "acquisition", ACQUISITIONS)
     logits = -model.gamma * _sqdist(Z, model.X_)
-    w = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
-    return w @ _class1(model)
+    F1, S = _class1(model)
+    # log 0 = -inf for rows without class-1 mass; denormal label weights make SciPy's
+    # internal rescaling overflow harmlessly (the result stays exact)
+    with np.errstate(divide="ignore", over="ignore"):
+        p = np.exp(logsumexp(logits, axis=1, b=F1) - logsumexp(logits, axis=1, b=S))
+    if acquisition == "official":
+        p = np.where(np.exp(logits) @ S > 0, p, 0.0)
+    return np.clip(p, 0.0, 1.0)
 
 
-def class1_probability_grad(model, z: np.ndarray) -> tuple[float, np.ndarray]:
-    """``p(z)`` and its gradient for one point ``z`` (d,), for L-BFGS-B."""
+def class1_probability_grad(
+    model, z: np.ndarray, *, acquisition: str = "official"
+) -> tuple[float, np.ndarray]:
+    """``p(z)`` of :func:`class1_probability` and its gradient for one point ``z`` (d,)."""
     diff = z[None, :] - model.X_  # (n, d)
     logits = -model.gamma * (diff**2).sum(1)
-    w = np.exp(logits - logsumexp(logits))
-    F1 = _class1(model)
-    p = float(w @ F1)
-    # dp/dz = sum_j w_j (F1_j - p) * d logit_j/dz, d logit_j/dz = -2 gamma (z - x_j)
-    grad = -2.0 * model.gamma * ((w * (F1 - p))[:, None] * diff).sum(0)
+    F1, S = _class1(model)
+    if acquisition == "official" and np.exp(logits) @ S == 0:
+        return 0.0, np.zeros_like(z, dtype=float)
+    w = np.exp(logits - logits.max())
+    den = w @ S
+    p = float(w @ F1 / den)
+    # p = N / D with N = sum w F1, D = sum w S and dw_j/dz = -2 beta (z - x_j) w_j
+    grad = -2.0 * model.gamma * ((w * (F1 - p * S))[:, None] * diff).sum(0) / den
     return p, grad
 
 
-def _class1(model) -> np.ndarray:
-    F = model.label_distributions_
+def _class1(model) -> tuple[np.ndarray, np.ndarray]:
+    """Class-1 column and row sums of the label distributions (non-finite entries as 0)."""
+    F = np.nan_to_num(model.label_distributions_, nan=0.0, posinf=0.0, neginf=0.0)
     col = list(model.classes_).index(1)
-    F1 = F[:, col]
-    return np.where(np.isfinite(F1), F1, 0.0)
+    return F[:, col], F.sum(1)
 
 
 def _sqdist(A: np.ndarray, B: np.ndarray) -> np.ndarray:
