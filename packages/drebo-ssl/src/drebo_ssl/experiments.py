@@ -211,7 +211,7 @@ def paired(rows: list[Row], a: str, b: str, case, metric: str = "log10_regret"):
     return np.array([va[s] for s in seeds]), np.array([vb[s] for s in seeds])
 
 
-def compare(x: np.ndarray, y: np.ndarray) -> tuple[str, float, float]:
+def wilcoxon_outcome(x: np.ndarray, y: np.ndarray) -> tuple[str, float, float]:
     """Paired one-sided Wilcoxon signed-rank tests of ``x < y`` and ``x > y`` (zero
     differences dropped; exact p-values). Returns the outcome (``"better"`` /
     ``"worse"`` / ``"tie"`` at level 0.05) and both p-values."""
@@ -231,7 +231,7 @@ def _judge(rows: list[Row]) -> Verdict:
     outcomes, parts = [], []
     for case in cases:
         x, y = paired(rows, METHOD, SUPERVISED, case)
-        outcome, p_less, _ = compare(x, y)
+        outcome, p_less, _ = wilcoxon_outcome(x, y)
         outcomes.append(outcome)
         parts.append(
             f"{case[0]}/{case[1]}: {outcome} (median final regret {np.median(10**x - EPS):.3g}"

@@ -110,14 +110,14 @@ def select_bandwidth(
     if start == "official":
         centre = float(np.log10(scale))
         box = (centre - DECADES, centre + DECADES)
-        z0, f0 = centre, objective(centre)
+        z0 = centre
     else:
         box = (-DECADES, DECADES)
         grid = np.arange(box[0], box[1] + 1.0)
-        values = [objective(z) for z in grid]
-        z0, f0 = float(grid[int(np.argmin(values))]), float(min(values))
+        z0 = float(grid[int(np.argmin([objective(z) for z in grid]))])
+    # L-BFGS-B only accepts steps that lower the objective, so its end is no worse than z0
     res = minimize(objective, x0=[z0], method="L-BFGS-B", bounds=[box], options={"eps": FD_STEP})
-    best = float(res.x[0]) if res.fun <= f0 else z0
+    best = float(res.x[0])
     return 10.0**best
 
 
