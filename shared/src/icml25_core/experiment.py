@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,6 +31,8 @@ from .environment import environment
 from .validation import check_choice
 
 PROFILE_NAMES: tuple[str, ...] = ("smoke", "quick", "full")
+SEED_FOLDER = "seeds"
+"""Where :func:`run_experiment` records each finished seed, below its ``out_dir``."""
 """The profiles every experiment defines, from seconds (``smoke``) to the paper's scale."""
 Setting = dict[str, str | int | float]
 Config = Mapping[str, Any]
@@ -130,7 +134,11 @@ class Experiment:
 
 @dataclass
 class Result:
-    """Everything one experiment produced, ready for reports."""
+    """Everything one experiment produced, ready for reports.
+
+    ``wall_time_s`` is the sum of the seeds' run times (seeds loaded from an earlier,
+    interrupted run count with the time they took then); ``resumed`` lists those seeds.
+    """
 
     method: str
     experiment: str
@@ -142,6 +150,7 @@ class Result:
     wall_time_s: float
     environment: dict[str, str]
     figures: list[str] = field(default_factory=list)
+    resumed: list[int] = field(default_factory=list)
 
     @property
     def held(self) -> bool:
@@ -212,6 +221,54 @@ def mean_metric(rows: Sequence[Row], metric: str, method: str, **setting: Any) -
     return float(np.mean(vals)) if vals else float("nan")
 
 
+def json_default(obj: Any) -> Any:
+    """``json.dumps`` fallback for NumPy scalars and arrays and paths."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def _as_json(obj: Any) -> Any:
+    """``obj`` as it reads back from JSON (tuples become lists, NumPy values plain)."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=json_default))
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename,
+    so a kill leaves either the old file or the new one, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, default=json_default)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _seed_record(path: Path, expected: dict[str, Any]) -> tuple[list[Row], float]:
+    """The rows and run time of a recorded seed, after checking it belongs to this run."""
+    try:
+        data = json.loads(path.read_text())
+        rows = [Row(**r) for r in data["rows"]]
+        wall = float(data["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"seed record {path} is corrupt ({exc}); delete it to rerun that seed"
+        ) from exc
+    differ = sorted(k for k, v in expected.items() if data.get(k) != v)
+    if differ:
+        raise ValueError(
+            f"seed record {path} was written by a different run (its {differ} differ from "
+            "this one's): resume only with the same experiment, profile, settings and "
+            "method version, or use a new output folder"
+        )
+    return rows, wall
+
+
 def registered_method(experiment: Experiment) -> str | None:
     """The name of the installed method whose registration names ``experiment``, if any.
 
@@ -238,6 +295,7 @@ def run_experiment(
     overrides: Mapping[str, Any] | None = None,
     method: str | None = None,
     on_seed_done: Callable[[int], None] | None = None,
+    resume: bool = False,
 ) -> Result:
     """Run ``experiment`` for every seed, judge the claim, draw its plots.
 
@@ -251,7 +309,10 @@ def run_experiment(
     seeds : int or sequence of int, optional
         A count ``N`` (seeds ``0..N-1``) or explicit seeds; defaults to the experiment's.
     out_dir : path
-        Where per-experiment files (plots) go; created if missing.
+        Where per-experiment files (plots) go; created if missing. Each finished seed is
+        recorded atomically in ``out_dir/seeds/seed-<seed>.json`` (its rows, run time,
+        profile, settings and the method's version), so an interrupted run loses only the
+        seed in progress.
     overrides : mapping, optional
         Settings that replace the profile's (keys the profile has), see
         :meth:`Experiment.config`.
@@ -260,7 +321,11 @@ def run_experiment(
         ``icml25.methods`` registration names this experiment (its version goes into the
         environment record); ``"unregistered"`` when none does.
     on_seed_done : callable, optional
-        Called with each seed after it finishes (progress reporting).
+        Called with each seed after it finishes or is loaded (progress reporting).
+    resume : bool
+        Load the seeds already recorded in ``out_dir`` instead of running them again. A
+        record from another experiment, profile, settings or method version, or a corrupt
+        one, raises ``ValueError`` naming the file; nothing is silently mixed.
     """
     config = experiment.config(profile, **(overrides or {}))
     if method is None:
@@ -278,10 +343,37 @@ def run_experiment(
             raise ValueError("seeds must not be empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    env = environment(*distributions)
+    identity = {
+        "experiment": experiment.name,
+        "profile": profile,
+        "config": _as_json(config),
+        "method": method,
+        "method_version": env.get(method, "unregistered"),
+    }
     rows: list[Row] = []
+    resumed: list[int] = []
+    wall = 0.0
     for seed in seed_list:
-        rows.extend(experiment.run(config, seed, out))
+        record = out / SEED_FOLDER / f"seed-{seed}.json"
+        if resume and record.exists():
+            seed_rows, seed_wall = _seed_record(record, {**identity, "seed": seed})
+            resumed.append(seed)
+        else:
+            start = time.perf_counter()
+            seed_rows = experiment.run(config, seed, out)
+            seed_wall = time.perf_counter() - start
+            _write_json_atomic(
+                record,
+                {
+                    **identity,
+                    "seed": seed,
+                    "wall_time_s": seed_wall,
+                    "rows": [asdict(r) for r in seed_rows],
+                },
+            )
+        rows.extend(seed_rows)
+        wall += seed_wall
         if on_seed_done is not None:
             on_seed_done(seed)
     verdict = experiment.judge(rows)
@@ -290,7 +382,6 @@ def run_experiment(
             f"judge of experiment {experiment.name!r} must return a Verdict, "
             f"got {type(verdict).__name__}"
         )
-    wall = time.perf_counter() - start
     figures = [str(p) for p in experiment.plot(rows, out)] if experiment.plot else []
     return Result(
         method=method,
@@ -301,6 +392,7 @@ def run_experiment(
         rows=rows,
         verdict=verdict,
         wall_time_s=wall,
-        environment=environment(*distributions),
+        environment=env,
         figures=figures,
+        resumed=resumed,
     )
