@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .environment import environment
+from .files import json_default, write_json_atomic
 from .validation import check_choice
 
 PROFILE_NAMES: tuple[str, ...] = ("smoke", "quick", "full")
@@ -221,32 +220,9 @@ def mean_metric(rows: Sequence[Row], metric: str, method: str, **setting: Any) -
     return float(np.mean(vals)) if vals else float("nan")
 
 
-def json_default(obj: Any) -> Any:
-    """``json.dumps`` fallback for NumPy scalars and arrays and paths."""
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
-
-
 def _as_json(obj: Any) -> Any:
     """``obj`` as it reads back from JSON (tuples become lists, NumPy values plain)."""
     return json.loads(json.dumps(obj, sort_keys=True, default=json_default))
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename,
-    so a kill leaves either the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, default=json_default)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _seed_record(path: Path, expected: dict[str, Any]) -> tuple[list[Row], float]:
@@ -363,7 +339,7 @@ def run_experiment(
             start = time.perf_counter()
             seed_rows = experiment.run(config, seed, out)
             seed_wall = time.perf_counter() - start
-            _write_json_atomic(
+            write_json_atomic(
                 record,
                 {
                     **identity,

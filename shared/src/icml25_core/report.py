@@ -12,7 +12,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .experiment import Result, json_default
+from .experiment import Result
+from .files import json_default
 
 
 def format_value(mean: float, std: float | None = None) -> str:

@@ -12,5 +12,8 @@ METHOD = Method(
     "scaled attention-head outputs from a clean first run",
     experiments={"knowledge-conflict": "juice_lm.experiments:KNOWLEDGE_CONFLICT"},
     status="available",
-    claim="not measured yet",
+    claim=(
+        "did not hold (toy, 3 seeds): toward memory JuICE 0.678 vs PH3 0.669 and JUNE 0.683; "
+        "toward the context CAD 1.000 vs JuICE 0.556"
+    ),
 )

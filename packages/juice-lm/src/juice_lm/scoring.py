@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import check_choice, check_scalar, write_json_atomic
 
 from .heads import AttentionHeads, Head
 from .samples import KINDS, MODES, answer_token_id, check_samples
@@ -100,25 +99,13 @@ class HeadScores:
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Write the scores as JSON (atomically; an existing file needs ``overwrite=True``)."""
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
         data = {
             "format": "juice-lm head scores 1",
             "alphas": list(self.alphas),
             "num_samples": self.num_samples,
             "changes": {t: {k: v.tolist() for k, v in d.items()} for t, d in self.changes.items()},
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_json_atomic(path, data, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> HeadScores:
