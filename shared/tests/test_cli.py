@@ -154,3 +154,21 @@ def test_default_run_folders_are_unique(fake, tmp_path, monkeypatch):
         assert runner.invoke(cli.app, args).exit_code == 0
     runs = sorted((tmp_path / "runs").iterdir())
     assert len(runs) == 3 and all((r / "report.md").exists() for r in runs)
+
+
+def test_resume_continues_our_run_folder_only(fake, tmp_path):
+    out = tmp_path / "run"
+    args = ["reproduce", "fake-method", "--experiment", "holds", "--out", str(out)]
+    assert runner.invoke(cli.app, args).exit_code == 0
+    assert (out / "fake-method" / "holds" / "seeds" / "seed-0.json").exists()
+    result = runner.invoke(cli.app, [*args, "--resume"])
+    assert result.exit_code == 0, result.output
+    assert "1 loaded from an earlier run" in (out / "report.md").read_text()
+    assert runner.invoke(cli.app, [*args, "--resume", "--overwrite"]).exit_code == 2
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("keep me")
+    args = ["reproduce", "fake-method", "--experiment", "holds", "--out", str(foreign)]
+    refused = runner.invoke(cli.app, [*args, "--resume"])
+    assert refused.exit_code == 2 and "not an icml25 run folder" in refused.output
+    assert runner.invoke(cli.app, ["reproduce", "fake-method", "--resume"]).exit_code == 2

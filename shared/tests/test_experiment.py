@@ -172,3 +172,58 @@ def test_method_comes_from_the_registration(tmp_path, monkeypatch):
     assert run_experiment(TOY, seeds=1, out_dir=tmp_path).method == "fake-pkg"
     monkeypatch.setattr("icml25_core.method.discover_methods", lambda: {})
     assert run_experiment(TOY, seeds=1, out_dir=tmp_path).method == "unregistered"
+
+
+class _Counting:
+    """A run function that counts its calls and can fail on one seed (an interruption)."""
+
+    def __init__(self, fail_on=None):
+        self.calls, self.fail_on = [], fail_on
+
+    def __call__(self, config, seed, out_dir):
+        if seed == self.fail_on:
+            raise KeyboardInterrupt
+        self.calls.append(seed)
+        return [Row("mine", seed, {"score": np.float64(seed) / 3, "n": config["n"]})]
+
+
+def _counting(run):
+    return Experiment("count", "c", run, lambda rows: Verdict(True, "ok"), PROFILES)
+
+
+def test_an_interrupted_run_resumes_from_its_recorded_seeds(tmp_path):
+    interrupted = _Counting(fail_on=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(_counting(interrupted), method="m", seeds=4, out_dir=tmp_path)
+    assert interrupted.calls == [0, 1]
+    assert sorted(p.name for p in (tmp_path / "seeds").iterdir()) == [
+        "seed-0.json",
+        "seed-1.json",
+    ]  # atomic writes leave no temporary file behind
+    rest = _Counting()
+    result = run_experiment(_counting(rest), method="m", seeds=4, out_dir=tmp_path, resume=True)
+    assert rest.calls == [2, 3] and result.resumed == [0, 1]
+    # loaded rows equal freshly computed ones (NumPy values round-trip through JSON)
+    fresh = run_experiment(_counting(_Counting()), method="m", seeds=4, out_dir=tmp_path / "b")
+    assert result.rows == fresh.rows and fresh.resumed == []
+    assert result.rows[1].metrics["score"] == 1 / 3
+
+
+def test_without_resume_every_seed_runs_again(tmp_path):
+    run_experiment(_counting(_Counting()), method="m", seeds=2, out_dir=tmp_path)
+    again = _Counting()
+    run_experiment(_counting(again), method="m", seeds=2, out_dir=tmp_path)
+    assert again.calls == [0, 1]
+
+
+def test_resume_refuses_records_of_another_run_and_corrupt_ones(tmp_path):
+    run_experiment(_counting(_Counting()), method="m", seeds=2, out_dir=tmp_path)
+    exp = _counting(_Counting())
+    with pytest.raises(ValueError, match=r"seed-0.json was written by a different run.*config"):
+        run_experiment(exp, method="m", seeds=2, out_dir=tmp_path, resume=True, overrides={"n": 3})
+    with pytest.raises(ValueError, match=r"different run.*profile"):
+        run_experiment(exp, method="m", profile="full", seeds=2, out_dir=tmp_path, resume=True)
+    record = tmp_path / "seeds" / "seed-1.json"
+    record.write_text(record.read_text()[:40])  # torn by hand: the atomic write never does this
+    with pytest.raises(ValueError, match=r"seed-1.json is corrupt"):
+        run_experiment(exp, method="m", seeds=2, out_dir=tmp_path, resume=True)

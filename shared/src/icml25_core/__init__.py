@@ -12,6 +12,7 @@ from .cache import build_once, cache_dir
 from .device import select_device
 from .environment import environment
 from .experiment import PROFILE_NAMES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
+from .files import write_json_atomic
 from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
 from .progress import make_progress, track
 from .report import (
@@ -72,5 +73,6 @@ __all__ = [
     "save_figure",
     "select_device",
     "track",
+    "write_json_atomic",
     "write_reports",
 ]

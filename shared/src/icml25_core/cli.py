@@ -67,12 +67,22 @@ def info(name: str) -> None:
 RUN_MARKER = ".icml25-run"
 
 
-def _prepare_out(out: Path | None, overwrite: bool) -> Path:
+def _prepare_out(out: Path | None, overwrite: bool, resume: bool = False) -> Path:
     """The folder a command writes into. Default: a new ``runs/<date-time-microseconds>``
     (a suffix if it exists). ``--out DIR``: used if absent or empty; a non-empty DIR is
     refused unless ``--overwrite``, which clears an earlier icml25 run folder (it holds
     the marker file) so that no stale part stays, and writes into any other folder without
-    deleting anything there."""
+    deleting anything there, or ``--resume``, which keeps an earlier icml25 run folder as
+    it is (its recorded seeds are reused) and refuses any other folder."""
+    if resume:
+        if out is None or overwrite:
+            console.print(
+                "[red]--resume needs --out (the interrupted run) and no --overwrite[/red]"
+            )
+            raise typer.Exit(2)
+        if out.exists() and not (out / RUN_MARKER).is_file():
+            console.print(f"[red]--out {out} is not an icml25 run folder: nothing to resume[/red]")
+            raise typer.Exit(2)
     if out is None:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         Path("runs").mkdir(exist_ok=True)
@@ -87,7 +97,7 @@ def _prepare_out(out: Path | None, overwrite: bool) -> Path:
         if out.exists() and not out.is_dir():
             console.print(f"[red]--out {out} is a file, not a folder[/red]")
             raise typer.Exit(2)
-        if out.is_dir() and any(out.iterdir()):
+        if out.is_dir() and any(out.iterdir()) and not resume:
             if not overwrite:
                 console.print(
                     f"[red]--out {out} is not empty: pass --overwrite to replace an earlier "
@@ -121,6 +131,13 @@ def reproduce(
     overwrite: Annotated[
         bool, typer.Option(help="Write into a non-empty --out (an earlier run there is replaced).")
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="Continue an interrupted run in --out: its recorded seeds (same profile, "
+            "settings and method version) are loaded, the others run."
+        ),
+    ] = False,
 ) -> None:
     """Run methods' claim experiments, print the claim tables, write the report.
 
@@ -140,7 +157,7 @@ def reproduce(
             f"[red]--experiment {experiment!r} is not an experiment of the chosen methods[/red]"
         )
         raise typer.Exit(2)
-    out_dir = _prepare_out(out, overwrite)
+    out_dir = _prepare_out(out, overwrite, resume)
     results: list[Result] = []
     crashed: list[str] = []
     for m in methods:
@@ -159,6 +176,7 @@ def reproduce(
                         seeds=n,
                         out_dir=out_dir / m.name / exp_name,
                         method=m.name,
+                        resume=resume,
                         on_seed_done=lambda _s, task=task, progress=progress: progress.advance(
                             task
                         ),

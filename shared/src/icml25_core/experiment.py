@@ -26,9 +26,12 @@ from typing import Any
 import numpy as np
 
 from .environment import environment
+from .files import json_default, write_json_atomic
 from .validation import check_choice
 
 PROFILE_NAMES: tuple[str, ...] = ("smoke", "quick", "full")
+SEED_FOLDER = "seeds"
+"""Where :func:`run_experiment` records each finished seed, below its ``out_dir``."""
 """The profiles every experiment defines, from seconds (``smoke``) to the paper's scale."""
 Setting = dict[str, str | int | float]
 Config = Mapping[str, Any]
@@ -130,7 +133,11 @@ class Experiment:
 
 @dataclass
 class Result:
-    """Everything one experiment produced, ready for reports."""
+    """Everything one experiment produced, ready for reports.
+
+    ``wall_time_s`` is the sum of the seeds' run times (seeds loaded from an earlier,
+    interrupted run count with the time they took then); ``resumed`` lists those seeds.
+    """
 
     method: str
     experiment: str
@@ -142,6 +149,7 @@ class Result:
     wall_time_s: float
     environment: dict[str, str]
     figures: list[str] = field(default_factory=list)
+    resumed: list[int] = field(default_factory=list)
 
     @property
     def held(self) -> bool:
@@ -212,6 +220,31 @@ def mean_metric(rows: Sequence[Row], metric: str, method: str, **setting: Any) -
     return float(np.mean(vals)) if vals else float("nan")
 
 
+def _as_json(obj: Any) -> Any:
+    """``obj`` as it reads back from JSON (tuples become lists, NumPy values plain)."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=json_default))
+
+
+def _seed_record(path: Path, expected: dict[str, Any]) -> tuple[list[Row], float]:
+    """The rows and run time of a recorded seed, after checking it belongs to this run."""
+    try:
+        data = json.loads(path.read_text())
+        rows = [Row(**r) for r in data["rows"]]
+        wall = float(data["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"seed record {path} is corrupt ({exc}); delete it to rerun that seed"
+        ) from exc
+    differ = sorted(k for k, v in expected.items() if data.get(k) != v)
+    if differ:
+        raise ValueError(
+            f"seed record {path} was written by a different run (its {differ} differ from "
+            "this one's): resume only with the same experiment, profile, settings and "
+            "method version, or use a new output folder"
+        )
+    return rows, wall
+
+
 def registered_method(experiment: Experiment) -> str | None:
     """The name of the installed method whose registration names ``experiment``, if any.
 
@@ -238,6 +271,7 @@ def run_experiment(
     overrides: Mapping[str, Any] | None = None,
     method: str | None = None,
     on_seed_done: Callable[[int], None] | None = None,
+    resume: bool = False,
 ) -> Result:
     """Run ``experiment`` for every seed, judge the claim, draw its plots.
 
@@ -251,7 +285,10 @@ def run_experiment(
     seeds : int or sequence of int, optional
         A count ``N`` (seeds ``0..N-1``) or explicit seeds; defaults to the experiment's.
     out_dir : path
-        Where per-experiment files (plots) go; created if missing.
+        Where per-experiment files (plots) go; created if missing. Each finished seed is
+        recorded atomically in ``out_dir/seeds/seed-<seed>.json`` (its rows, run time,
+        profile, settings and the method's version), so an interrupted run loses only the
+        seed in progress.
     overrides : mapping, optional
         Settings that replace the profile's (keys the profile has), see
         :meth:`Experiment.config`.
@@ -260,7 +297,11 @@ def run_experiment(
         ``icml25.methods`` registration names this experiment (its version goes into the
         environment record); ``"unregistered"`` when none does.
     on_seed_done : callable, optional
-        Called with each seed after it finishes (progress reporting).
+        Called with each seed after it finishes or is loaded (progress reporting).
+    resume : bool
+        Load the seeds already recorded in ``out_dir`` instead of running them again. A
+        record from another experiment, profile, settings or method version, or a corrupt
+        one, raises ``ValueError`` naming the file; nothing is silently mixed.
     """
     config = experiment.config(profile, **(overrides or {}))
     if method is None:
@@ -278,10 +319,37 @@ def run_experiment(
             raise ValueError("seeds must not be empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    env = environment(*distributions)
+    identity = {
+        "experiment": experiment.name,
+        "profile": profile,
+        "config": _as_json(config),
+        "method": method,
+        "method_version": env.get(method, "unregistered"),
+    }
     rows: list[Row] = []
+    resumed: list[int] = []
+    wall = 0.0
     for seed in seed_list:
-        rows.extend(experiment.run(config, seed, out))
+        record = out / SEED_FOLDER / f"seed-{seed}.json"
+        if resume and record.exists():
+            seed_rows, seed_wall = _seed_record(record, {**identity, "seed": seed})
+            resumed.append(seed)
+        else:
+            start = time.perf_counter()
+            seed_rows = experiment.run(config, seed, out)
+            seed_wall = time.perf_counter() - start
+            write_json_atomic(
+                record,
+                {
+                    **identity,
+                    "seed": seed,
+                    "wall_time_s": seed_wall,
+                    "rows": [asdict(r) for r in seed_rows],
+                },
+            )
+        rows.extend(seed_rows)
+        wall += seed_wall
         if on_seed_done is not None:
             on_seed_done(seed)
     verdict = experiment.judge(rows)
@@ -290,7 +358,6 @@ def run_experiment(
             f"judge of experiment {experiment.name!r} must return a Verdict, "
             f"got {type(verdict).__name__}"
         )
-    wall = time.perf_counter() - start
     figures = [str(p) for p in experiment.plot(rows, out)] if experiment.plot else []
     return Result(
         method=method,
@@ -301,6 +368,7 @@ def run_experiment(
         rows=rows,
         verdict=verdict,
         wall_time_s=wall,
-        environment=environment(*distributions),
+        environment=env,
         figures=figures,
+        resumed=resumed,
     )

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .experiment import Result
+from .files import json_default
 
 
 def format_value(mean: float, std: float | None = None) -> str:
@@ -84,6 +85,7 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
     parts = ["# icml25 reproduction report", ""]
     for r in results:
         status = "held" if r.held else "did NOT hold"
+        resumed = f" ({len(r.resumed)} loaded from an earlier run)" if r.resumed else ""
         parts += [
             f"## {r.method} · {r.experiment}",
             "",
@@ -91,7 +93,7 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
             "",
             f"**Result: {status}.** {r.verdict.summary}",
             "",
-            f"Profile `{r.profile}`, seeds {r.seeds}, {r.wall_time_s:.1f} s. "
+            f"Profile `{r.profile}`, seeds {r.seeds}{resumed}, {r.wall_time_s:.1f} s. "
             "Values are mean ± std over seeds.",
             "",
             markdown_table(r),
@@ -104,9 +106,7 @@ def write_reports(results: Sequence[Result], out_dir: str | Path) -> dict[str, P
     md_path = out / "report.md"
     md_path.write_text("\n".join(parts))
     json_path = out / "results.json"
-    json_path.write_text(
-        json.dumps([r.to_dict() for r in results], indent=1, default=_json_default)
-    )
+    json_path.write_text(json.dumps([r.to_dict() for r in results], indent=1, default=json_default))
     return {"markdown": md_path, "json": json_path}
 
 
@@ -117,14 +117,6 @@ def _link(path: str | Path, base: Path) -> str:
         return full.relative_to(base.resolve()).as_posix()
     except ValueError:
         return full.as_posix()
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
 
 
 def line_panels(

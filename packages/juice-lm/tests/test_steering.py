@@ -1,0 +1,109 @@
+"""Run twice vs run once, KV-cached generation, the official tie-breaking of the tuning."""
+
+import pytest
+import torch
+
+from juice_lm import JUNE, PH3, HeadSteering, JuICE, evaluate, plain
+from juice_lm.samples import encode_batch
+
+
+def _ids(seed=0, shape=(2, 8)):
+    return torch.randint(2, 48, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_heads_in_one_layer_give_the_same_result_run_twice_or_once(tiny):
+    model = tiny("llama", seed=1)
+    heads = ([(1, 0), (1, 3)], [(1, 2)])
+    ids = _ids()
+    torch.testing.assert_close(
+        JuICE(model, heads, 2.0, 1.5).logits(ids), JUNE(model, heads, 2.0, 1.5).logits(ids)
+    )
+    # across layers the second run sees clean head outputs of the later layer: they differ
+    across = ([(0, 1), (1, 3)], [])
+    diff = JuICE(model, across, 3.0, 0.0).logits(ids) - JUNE(model, across, 3.0, 0.0).logits(ids)
+    assert diff.abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2", "gpt2"])
+@pytest.mark.parametrize("runs", [1, 2])
+def test_kv_cached_generation_equals_recomputing_every_step(tiny, arch, runs):
+    model = tiny(arch, seed=2)
+    steer = JuICE(model, ([(0, 1), (1, 2)], [(1, 0)]), 2.0, 1.0, runs=runs)
+    ids = _ids(2, (3, 6))
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0  # left padding
+    mask[1, :1] = 0
+    cached = steer.generate(ids, mask, max_new_tokens=6)
+    uncached = steer.generate(ids, mask, max_new_tokens=6, use_cache=False)
+    assert torch.equal(cached, uncached)
+    # a left-padded row generates what it generates alone
+    alone = steer.generate(ids[:1, 2:], max_new_tokens=6)
+    assert torch.equal(cached[0, 2:], alone[0])
+
+
+def test_a_head_in_both_sets_is_applied_once_with_both_weights(tiny):
+    model = tiny("llama")
+    both = JuICE(model, ([(0, 1), (1, 2)], [(0, 1)]), 3.0, 1.0)
+    assert both.coefficients == {(0, 1): 2.0, (1, 2): 3.0}
+    ids = _ids(4)
+    explicit = HeadSteering(model, {(0, 1): 2.0, (1, 2): 3.0}, runs=2)
+    torch.testing.assert_close(both.logits(ids), explicit.logits(ids))
+    # the official code applies -alpha_minus to it twice instead
+    official = HeadSteering(model, {(0, 1): -2.0, (1, 2): 3.0}, runs=2)
+    assert (both.logits(ids) - official.logits(ids)).abs().max() > 1e-4
+
+
+def test_bad_arguments_are_refused(tiny, world):
+    model = tiny("llama")
+    with pytest.raises(ValueError, match="alpha_plus must be >= 0"):
+        JuICE(model, ([(0, 0)], []), -1.0)
+    with pytest.raises(ValueError, match="enhance holds head"):
+        JuICE(model, ([(5, 0)], []))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        JuICE(model, ([], []), mode="both")
+    with pytest.raises(ValueError, match="runs must be 1 or 2"):
+        HeadSteering(model, {}, runs=3)
+    with pytest.raises(ValueError, match="input_ids must be a non-empty"):
+        plain(model).generate(torch.zeros(0, dtype=torch.long))
+    with pytest.raises(ValueError, match="samples must hold at least one"):
+        evaluate(plain(model), None, [])
+    with pytest.raises(ValueError, match="ranking must name at least one head"):
+        PH3.tune(model, world.tokenizer, [], world.samples(2, seed=0))
+
+
+def test_tuning_keeps_the_lexicographic_best_and_the_first_on_ties(world, toy):
+    steer = JuICE(toy, ([(0, 1)], [(1, 2)]), mode="memory")
+    validation = world.samples(6, seed=1)
+    info = steer.tune_alphas(
+        world.tokenizer, validation, alphas_plus=(0, 1, 2), alphas_minus=(0, 1), words=1
+    )
+    grid = info["grid"]
+    assert len(grid) == 6
+    best = max(grid, key=lambda g: (g["accuracy"], g["target_prob"]))
+    first = next(
+        g
+        for g in grid
+        if (g["accuracy"], g["target_prob"]) == (best["accuracy"], best["target_prob"])
+    )
+    assert (info["alpha_plus"], info["alpha_minus"]) == (first["alpha_plus"], first["alpha_minus"])
+    assert (steer.alpha_plus, steer.alpha_minus) == (first["alpha_plus"], first["alpha_minus"])
+    # the kept weights reproduce the validation score
+    again = evaluate(steer, world.tokenizer, validation, "memory", words=1)
+    assert again["accuracy"] == info["accuracy"]
+
+
+def test_evaluate_grades_the_first_words_of_the_greedy_answer(world, toy):
+    samples = world.samples(5, seed=2)
+    result = evaluate(plain(toy), world.tokenizer, samples, "context", words=1)
+    assert set(result["per_kind"]) == {"substitution", "coherent"}
+    # by hand: the greedy first token of each prompt against the context answer
+    tok = world.tokenizer
+    hits = []
+    for kind in ("substitution", "coherent"):
+        ids, mask = encode_batch(tok, [s.prompt(kind) for s in samples])
+        out = plain(toy).generate(ids, mask, max_new_tokens=1)[:, -1]
+        hits += [
+            tok.decode([int(t)]).strip() == s.context_answer
+            for t, s in zip(out, samples, strict=True)
+        ]
+    assert result["accuracy"] == pytest.approx(sum(hits) / len(hits))
