@@ -12,7 +12,8 @@ METHOD = Method(
     experiments={"synthetic-functions": "drebo_ssl.experiments:SYNTHETIC_FUNCTIONS"},
     status="available",
     claim=(
-        "0.2 re-run pending (paired Wilcoxon, 5 seeds); 0.1.2: did not hold at 30 iterations "
-        "x 3 seeds, SSL below supervised DRE in 4 of 8 cases"
+        "did not hold (quick, 5 seeds, paired Wilcoxon): DRE-BO-SSL (LP) significantly better "
+        "than BORE (MLP) in 1 of 8 cases, worse in 1, tied in 6; not better than random search "
+        "anywhere; full profile not run"
     ),
 )
