@@ -19,6 +19,13 @@ def _tiny(arch: str, seed: int = 0):
         "mistral": lambda: T.MistralConfig(**common, **llama),
         "gemma": lambda: T.GemmaConfig(**common, **llama, head_dim=12),
         "gemma2": lambda: T.Gemma2Config(**common, **llama, head_dim=12),
+        "gemma3_text": lambda: T.Gemma3TextConfig(**common, **llama, head_dim=12),
+        "qwen3": lambda: T.Qwen3Config(**common, **llama, head_dim=8),
+        "olmo": lambda: T.OlmoConfig(**common, **llama, pad_token_id=0, eos_token_id=1),
+        "olmo2": lambda: T.Olmo2Config(**common, **llama, pad_token_id=0, eos_token_id=1),
+        "phi3": lambda: T.Phi3Config(
+            **common, **llama, pad_token_id=0, eos_token_id=1, bos_token_id=0
+        ),
         "gpt_neox": lambda: T.GPTNeoXConfig(
             **common, hidden_size=32, intermediate_size=64, num_attention_heads=4
         ),

@@ -16,7 +16,21 @@ from juice_lm import (
     register_adapter,
 )
 
-ARCHS = ("llama", "qwen2", "mistral", "gemma", "gemma2", "gpt_neox", "phi", "gpt2")
+ARCHS = (
+    "llama",
+    "qwen2",
+    "qwen3",
+    "mistral",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "olmo",
+    "olmo2",
+    "phi3",
+    "gpt_neox",
+    "phi",
+    "gpt2",
+)
 
 
 def _ids(seed=0, shape=(2, 9)):
@@ -136,3 +150,7 @@ def test_a_captured_input_of_other_tokens_is_refused(tiny):
         torch.no_grad(),
     ):
         model(_ids(shape=(1, 6)))
+
+
+def test_every_shipped_adapter_is_tested_here():
+    assert set(ADAPTERS) == set(ARCHS)
