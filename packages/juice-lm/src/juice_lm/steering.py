@@ -11,6 +11,7 @@ tokens as recomputing the whole sequence at every step (the official code's way)
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,15 @@ from torch import nn
 from icml25_core import check_choice, check_scalar
 
 from .heads import AttentionHeads, Head
-from .samples import MODES, answer_length, check_samples, compose, encode_batch, is_correct
+from .samples import (
+    MODES,
+    answer_length,
+    answer_token_id,
+    check_samples,
+    compose,
+    encode_batch,
+    is_correct,
+)
 
 
 @dataclass(frozen=True)
@@ -50,13 +59,19 @@ def _positions(mask: torch.Tensor, n: int) -> torch.Tensor:
     return (mask.cumsum(-1) - 1).clamp(min=0)[:, -n:]
 
 
+@functools.cache
+def _cache_argument(cls: type) -> str:
+    """The KV-cache keyword of ``cls.forward`` (read once per model class, not per step)."""
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+
+
 def forward(model: nn.Module, ids, mask, cache=None, use_cache: bool = True):
     """One forward of the new tokens ``ids`` (B, n) of left-padded rows with attention
     ``mask`` (B, past + n) -> ``(logits (B, n, vocab), cache)``.
 
     transformers 5 names the KV cache ``cache`` (``past_key_values`` before).
     """
-    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    name = _cache_argument(type(model))
     out = model(
         ids,
         attention_mask=mask,
@@ -262,8 +277,6 @@ def evaluate(
         ``accuracy`` and ``target_prob`` (means over kinds and samples) and ``per_kind``:
         ``{kind: {"accuracy", "target_prob"}}``.
     """
-    from .samples import answer_token_id
-
     check_choice(mode, "mode", MODES)
     samples = check_samples(samples)
     kinds = tuple(kinds) if kinds is not None else _grade_kinds(mode)
