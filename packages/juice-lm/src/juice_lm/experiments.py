@@ -48,7 +48,8 @@ ROWS = {
 _GRID = {"alphas_plus": (0, 1, 2, 3, 4, 5), "alphas_minus": None, "ph3_ks": (1, 3, 5, 7, 9, 15)}
 PROFILES = {
     "smoke": {
-        "world": {"kind": "toy", "num_subjects": 16, "num_answers": 6, "num_fillers": 8},
+        # the fact world, so the full profile's path runs in the tests (quick runs the toy)
+        "world": {"kind": "facts", "num_subjects": 8, "num_strangers": 8, "max_distractors": 1},
         "model": {"hidden": 32, "layers": 2, "heads": 2},
         "steps": 20,
         "n_score": 2,
@@ -71,9 +72,9 @@ PROFILES = {
     },
     "full": {
         "world": {"kind": "facts", "num_subjects": 64, "num_strangers": 64},
-        "model": {"hidden": 64, "layers": 4, "heads": 4},
-        "steps": 1500,
-        "batch_size": 64,
+        "model": {"hidden": 64, "layers": 3, "heads": 4},
+        "steps": 2000,
+        "batch_size": 128,
         "n_score": 4,
         "n_val": 64,
         "n_test": 96,
@@ -116,6 +117,8 @@ def _run(cfg, seed, out_dir) -> list[Row]:
     test = world.samples(cfg["n_test"], seed=30_000 + seed)
     grade = {"words": 1}  # the toy's answers are one word; what follows them is noise
     scores = score_heads(model, tok, scoring)
+    # the seed's own file in the run's folder: a resumed seed writes it again
+    scores.save(Path(out_dir) / f"head-scores-seed{seed}.json", overwrite=True)
     rows = []
     for mode, names in ROWS.items():
         selection = select_heads(scores, cfg["k"], mode, kinds=SCORE_KINDS)
