@@ -14,24 +14,14 @@ from __future__ import annotations
 import contextlib
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from icml25_core import BenchReport, compare, make_report
 from juice_lm import CAD, JUNE, JuICE, plain
+from juice_lm.toy import small_llama
 
 
 def _model(hidden: int, layers: int, heads: int):
-    config = LlamaConfig(
-        vocab_size=2048,
-        hidden_size=hidden,
-        intermediate_size=4 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=1024,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+    return small_llama(2048, hidden=hidden, layers=layers, heads=heads, max_positions=1024)
 
 
 def _selection(layers: int, heads: int):
@@ -47,29 +37,11 @@ def _generation(model, length: int, new: int, repeats: int, label: str):
     juice, june, base = JuICE(model, sel, 2.0, 1.0), JUNE(model, sel, 2.0, 1.0), plain(model)
     cad = CAD(model)
 
-    def cad_run():
-        # CAD's two streams, as CAD.complete runs them (ids, not text)
-        from juice_lm.steering import forward
-
-        with torch.no_grad():
-            streams = [(ids, torch.ones_like(ids)), (question, torch.ones_like(question))]
-            caches, step = [None, None], [ids, question]
-            for _ in range(new):
-                logits = []
-                for s in range(2):
-                    mask = streams[s][1]
-                    out, caches[s] = forward(model, step[s], mask, caches[s])
-                    logits.append(out[:, -1])
-                nxt = ((1 + cad.alpha) * logits[0] - cad.alpha * logits[1]).argmax(-1, keepdim=True)
-                for s in range(2):
-                    streams[s] = (None, torch.cat([streams[s][1], torch.ones_like(nxt)], 1))
-                    step[s] = nxt
-
     candidates = {
         "plain (KV cache)": lambda: base.generate(ids, max_new_tokens=new),
         "JuICE (KV cache)": lambda: juice.generate(ids, max_new_tokens=new),
         "JUNE (KV cache)": lambda: june.generate(ids, max_new_tokens=new),
-        "CAD (KV cache)": cad_run,
+        "CAD (KV cache)": lambda: cad.generate(ids, question, new),
         "plain (no cache)": lambda: base.generate(ids, max_new_tokens=new, use_cache=False),
         "JuICE (no cache, official)": lambda: juice.generate(
             ids, max_new_tokens=new, use_cache=False

@@ -29,7 +29,8 @@ def _tiny(arch: str, seed: int = 0):
         "gpt_neox": lambda: T.GPTNeoXConfig(
             **common, hidden_size=32, intermediate_size=64, num_attention_heads=4
         ),
-        "phi": lambda: T.PhiConfig(**common, **llama),
+        # transformers 5.0.0's PhiConfig has no pad_token_id default (PhiModel reads it)
+        "phi": lambda: T.PhiConfig(**common, **llama, pad_token_id=0),
         "gpt2": lambda: T.GPT2Config(
             vocab_size=VOCAB,
             n_layer=2,

@@ -50,3 +50,8 @@ def test_prompting_puts_the_instruction_first(world, toy):
         Prompting(toy, instruction=" ")
     with pytest.raises(ValueError, match="alpha must be >= 0"):
         CAD(toy, -1.0)
+
+
+def test_cad_generate_refuses_streams_of_different_batch_sizes(toy):
+    with pytest.raises(ValueError, match="input_ids and question_ids must hold the same number"):
+        CAD(toy).generate(torch.ones(2, 4, dtype=torch.long), torch.ones(1, 2, dtype=torch.long), 1)

@@ -8,7 +8,8 @@ those heads taken from the first (:class:`JuICE`). Heads are edited through forw
 on the attention output projection of any supported Hugging Face causal LM (Llama, Qwen2,
 Mistral, Gemma, Gemma2, GPT-NeoX, Phi, GPT-2; :func:`register_adapter` for more). The
 package ships the paper's baselines: JUNE (run once), PH3 (head pruning), context-aware
-decoding and prompting, and the paper's Section-5 toy world (:class:`ToyWorld`).
+decoding and prompting, the paper's Section-5 toy world (:class:`ToyWorld`) and a world of templated
+natural-language facts with copying and paraphrased prompts (:class:`FactWorld`).
 """
 
 from importlib.metadata import version as _version
@@ -18,6 +19,7 @@ from icml25_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the public API, imported on first use (the entry point stays light)
     from .baselines import CAD, INSTRUCTIONS, Prompting
+    from .facts import FactWorld
     from .heads import ADAPTERS, AttentionHeads, HeadAdapter, register_adapter
     from .samples import (
         KINDS,
@@ -46,6 +48,7 @@ __all__ = [
     "AttentionHeads",
     "Completion",
     "ConflictSample",
+    "FactWorld",
     "HeadAdapter",
     "HeadScores",
     "HeadSteering",

@@ -13,7 +13,8 @@ METHOD = Method(
     experiments={"knowledge-conflict": "juice_lm.experiments:KNOWLEDGE_CONFLICT"},
     status="available",
     claim=(
-        "did not hold (toy, 3 seeds): toward memory JuICE 0.678 vs PH3 0.669 and JUNE 0.683; "
-        "toward the context CAD 1.000 vs JuICE 0.556"
+        "did not hold (toy / fact world, 3 seeds each): toward memory JuICE 0.681 / 0.812 vs "
+        "JUNE 0.685 / 0.808 and PH3 0.646 / 0.818; toward the context CAD 1.000 / 0.908 vs "
+        "JuICE 0.562 / 0.611"
     ),
 )

@@ -42,46 +42,90 @@ class CAD:
         self.alpha = float(check_scalar(alpha, "alpha", low=0.0))
 
     @torch.no_grad()
-    def complete(
-        self, tokenizer, contexts: Sequence[str], questions: Sequence[str], max_new_tokens: int
-    ) -> Completion:
-        """Greedy CAD continuations of ``compose(context, question)``, KV-cached."""
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        question_ids: torch.Tensor,
+        max_new_tokens: int,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        question_mask: torch.Tensor | None = None,
+        eos_token_id: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Greedy CAD tokens from two left-padded streams, each with its own KV cache.
+
+        Parameters
+        ----------
+        input_ids : tensor (B, T)
+            Context and question.
+        question_ids : tensor (B, Tq)
+            The question alone.
+        max_new_tokens : int
+        attention_mask, question_mask : tensor, optional
+            Masks of the two streams (default: no padding).
+        eos_token_id : int, optional
+            A row that produced it keeps producing it; decoding stops when all rows have.
+
+        Returns
+        -------
+        new_tokens : tensor (B, n)
+            ``n <= max_new_tokens`` generated ids.
+        first_logits : tensor (B, vocab)
+            The contrasted logits of the first generated position.
+        """
         check_scalar(max_new_tokens, "max_new_tokens", low=1, integer=True)
         device = _device(self.model)
-        full = encode_batch(
-            tokenizer, [compose(c, q) for c, q in zip(contexts, questions, strict=True)], device
-        )
-        alone = encode_batch(tokenizer, list(questions), device)
-        streams = [list(full), list(alone)]  # [ids, mask] per stream
+        streams = []
+        for ids, mask in ((input_ids, attention_mask), (question_ids, question_mask)):
+            ids = ids.to(device)
+            streams.append(torch.ones_like(ids) if mask is None else mask.to(device))
+        if input_ids.shape[0] != question_ids.shape[0]:
+            raise ValueError(
+                f"input_ids and question_ids must hold the same number of rows, got "
+                f"{input_ids.shape[0]} and {question_ids.shape[0]}"
+            )
         caches: list = [None, None]
-        step = [full[0], alone[0]]
+        step = [input_ids.to(device), question_ids.to(device)]
         new, first = [], None
-        eos = tokenizer.eos_token_id
-        done = torch.zeros(full[0].shape[0], dtype=torch.bool, device=device)
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
         for _ in range(max_new_tokens):
             logits = []
             for s in range(2):
-                ids, mask = streams[s]
-                out, caches[s] = forward(self.model, step[s], mask, caches[s])
+                out, caches[s] = forward(self.model, step[s], streams[s], caches[s])
                 logits.append(out[:, -1].float())
             adjusted = (1 + self.alpha) * logits[0] - self.alpha * logits[1]
             if first is None:
                 first = adjusted
             nxt = adjusted.argmax(-1)
-            if eos is not None:
-                nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
-                done |= nxt == eos
+            if eos_token_id is not None:
+                nxt = torch.where(done, torch.full_like(nxt, eos_token_id), nxt)
+                done |= nxt == eos_token_id
             new.append(nxt)
             for s in range(2):
-                ids, mask = streams[s]
-                streams[s] = [
-                    torch.cat([ids, nxt[:, None]], 1),
-                    torch.cat([mask, torch.ones_like(mask[:, :1])], 1),
-                ]
+                streams[s] = torch.cat([streams[s], torch.ones_like(streams[s][:, :1])], 1)
                 step[s] = nxt[:, None]
-            if eos is not None and bool(done.all()):
+            if eos_token_id is not None and bool(done.all()):
                 break
-        texts = tokenizer.batch_decode(torch.stack(new, 1), skip_special_tokens=True)
+        return torch.stack(new, 1), first
+
+    def complete(
+        self, tokenizer, contexts: Sequence[str], questions: Sequence[str], max_new_tokens: int
+    ) -> Completion:
+        """Greedy CAD continuations of ``compose(context, question)``, KV-cached."""
+        device = _device(self.model)
+        full = encode_batch(
+            tokenizer, [compose(c, q) for c, q in zip(contexts, questions, strict=True)], device
+        )
+        alone = encode_batch(tokenizer, list(questions), device)
+        new, first = self.generate(
+            full[0],
+            alone[0],
+            max_new_tokens,
+            attention_mask=full[1],
+            question_mask=alone[1],
+            eos_token_id=tokenizer.eos_token_id,
+        )
+        texts = tokenizer.batch_decode(new, skip_special_tokens=True)
         return Completion(texts, first.softmax(-1))
 
 

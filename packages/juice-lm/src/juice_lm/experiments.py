@@ -2,17 +2,21 @@
 better than head pruning (PH3) and running once (JUNE) toward memory (Prop. 5.5), and better
 than context-aware decoding toward the context.
 
-Per seed a :class:`~juice_lm.ToyWorld` (the Section-5 setting: factual recall and
-induction sharing the trigger ``is``, with conflicts seen in training labelled either way)
-and a small Llama-architecture model trained on it. Heads are scored on four conflict
+Per seed a world and a small Llama-architecture model trained on it: in the quick profile
+a :class:`~juice_lm.ToyWorld` (the Section-5 setting: factual recall and induction sharing
+the trigger ``is``, with conflicts seen in training labelled either way), in the full
+profile a :class:`~juice_lm.FactWorld` (templated natural-language facts about people and
+copying from the context, paraphrased prompts). Heads are scored on four conflict
 samples with the official alphas (1, 3, 5, 10, 30 and -1, -2, -5); ``k`` enhance and
 ``k`` suppress heads are kept (a head must help on both conflict prompts: the clean
 prompt's memory probability is about 1 in this world, so no head can raise it and the
 official all-three-prompts rule would select nothing in memory mode). JuICE and JUNE
 tune their alphas and PH3 its ``k`` on validation samples (accuracy, then the target's
 probability, as the official code); everything is graded on fresh test samples by the
-first generated word. Memory mode grades the clean and both conflict prompts against the
-memory answer, context mode the two conflict prompts against the context answer.
+first generated word. Prompting prepends :data:`~juice_lm.INSTRUCTIONS`; the models here
+never saw an instruction, so its row measures what an unread prefix does. Memory mode
+grades the clean and both conflict prompts against the memory answer, context mode the
+two conflict prompts against the context answer.
 
 Verdict: the mean test accuracy over seeds of JuICE beats PH3 and JUNE in memory mode and
 CAD in context mode, each by at least ``MARGIN``.
@@ -28,22 +32,24 @@ from icml25_core import Experiment, Row, Verdict, grouped_bars, mean_metric
 
 MARGIN = 0.02
 SCORE_KINDS = ("substitution", "coherent")
-NONE, PH3_NAME, JUNE_NAME, CAD_NAME, JUICE_NAME = (
+NONE, PROMPT_NAME, PH3_NAME, JUNE_NAME, CAD_NAME, JUICE_NAME = (
     "none",
+    "prompting",
     "PH3 (pruning)",
     "JUNE (run once)",
     "CAD",
     "JuICE",
 )
 ROWS = {
-    "memory": (NONE, PH3_NAME, JUNE_NAME, JUICE_NAME),
-    "context": (NONE, PH3_NAME, JUNE_NAME, CAD_NAME, JUICE_NAME),
+    "memory": (NONE, PROMPT_NAME, PH3_NAME, JUNE_NAME, JUICE_NAME),
+    "context": (NONE, PROMPT_NAME, PH3_NAME, JUNE_NAME, CAD_NAME, JUICE_NAME),
 }
 # the official grids; alphas_minus None: 0..3 toward memory, 0..5 toward the context
 _GRID = {"alphas_plus": (0, 1, 2, 3, 4, 5), "alphas_minus": None, "ph3_ks": (1, 3, 5, 7, 9, 15)}
 PROFILES = {
     "smoke": {
-        "world": {"num_subjects": 16, "num_answers": 6, "num_fillers": 8},
+        # the fact world, so the full profile's path runs in the tests (quick runs the toy)
+        "world": {"kind": "facts", "num_subjects": 8, "num_strangers": 8, "max_distractors": 1},
         "model": {"hidden": 32, "layers": 2, "heads": 2},
         "steps": 20,
         "n_score": 2,
@@ -55,7 +61,7 @@ PROFILES = {
         "ph3_ks": (1,),
     },
     "quick": {
-        "world": {"num_subjects": 48, "num_answers": 16, "num_fillers": 32},
+        "world": {"kind": "toy", "num_subjects": 48, "num_answers": 16, "num_fillers": 32},
         "model": {"hidden": 64, "layers": 2, "heads": 4},
         "steps": 600,
         "n_score": 4,
@@ -65,13 +71,14 @@ PROFILES = {
         **_GRID,
     },
     "full": {
-        "world": {"num_subjects": 96, "num_answers": 24, "num_fillers": 48},
-        "model": {"hidden": 128, "layers": 4, "heads": 8},
+        "world": {"kind": "facts", "num_subjects": 64, "num_strangers": 64},
+        "model": {"hidden": 64, "layers": 3, "heads": 4},
         "steps": 2000,
+        "batch_size": 128,
         "n_score": 4,
         "n_val": 64,
         "n_test": 96,
-        "k": 5,
+        "k": 3,
         **_GRID,
     },
 }
@@ -87,15 +94,22 @@ def _metrics(result: dict, extra: dict | None = None) -> dict:
 def _run(cfg, seed, out_dir) -> list[Row]:
     import torch
 
-    from .baselines import CAD
+    from .baselines import CAD, Prompting
+    from .facts import FactWorld
     from .scoring import ablation_ranking, score_heads, select_heads
     from .steering import JUNE, PH3, JuICE, evaluate, plain
     from .toy import ToyWorld, toy_model, train_toy
 
     torch.manual_seed(seed)
-    world = ToyWorld(seed=seed, **cfg["world"])
+    kind, world_args = cfg["world"]["kind"], dict(cfg["world"])
+    del world_args["kind"]
+    world = {"toy": ToyWorld, "facts": FactWorld}[kind](seed=seed, **world_args)
     model = train_toy(
-        world, steps=cfg["steps"], seed=seed, model=toy_model(world, seed=seed, **cfg["model"])
+        world,
+        steps=cfg["steps"],
+        batch_size=cfg.get("batch_size", 128),
+        seed=seed,
+        model=toy_model(world, seed=seed, **cfg["model"]),
     )
     tok = world.tokenizer
     scoring = world.samples(cfg["n_score"], seed=10_000 + seed)
@@ -103,10 +117,12 @@ def _run(cfg, seed, out_dir) -> list[Row]:
     test = world.samples(cfg["n_test"], seed=30_000 + seed)
     grade = {"words": 1}  # the toy's answers are one word; what follows them is noise
     scores = score_heads(model, tok, scoring)
+    # the seed's own file in the run's folder: a resumed seed writes it again
+    scores.save(Path(out_dir) / f"head-scores-seed{seed}.json", overwrite=True)
     rows = []
     for mode, names in ROWS.items():
         selection = select_heads(scores, cfg["k"], mode, kinds=SCORE_KINDS)
-        methods = {NONE: (plain(model), {})}
+        methods = {NONE: (plain(model), {}), PROMPT_NAME: (Prompting(model, mode), {})}
         ranking = ablation_ranking(scores, mode, kinds=SCORE_KINDS)
         if ranking:
             ph3, info = PH3.tune(model, tok, ranking, validation, mode, ks=cfg["ph3_ks"], **grade)

@@ -18,6 +18,9 @@ KINDS = ("clean", "substitution", "coherent")
 """The three prompts of a sample: no context, a substitution conflict, a coherent conflict."""
 MODES = ("memory", "context")
 """Steer toward the model's parametric memory or toward the context."""
+MODE_KINDS = {"memory": KINDS, "context": ("substitution", "coherent")}
+"""The prompts each mode scores and grades by default: toward memory all three, toward the
+context the two conflicts (the clean prompt has no context to follow)."""
 
 
 @dataclass(frozen=True)

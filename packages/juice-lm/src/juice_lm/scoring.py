@@ -27,9 +27,7 @@ import torch
 from icml25_core import check_choice, check_scalar, write_json_atomic
 
 from .heads import AttentionHeads, Head
-from .samples import KINDS, MODES, answer_token_id, check_samples
-
-_SCORE_KINDS = {"memory": KINDS, "context": ("substitution", "coherent")}
+from .samples import KINDS, MODE_KINDS, MODES, answer_token_id, check_samples
 
 
 @dataclass(frozen=True)
@@ -224,9 +222,7 @@ def select_heads(
     check_scalar(k, "k", low=1, integer=True)
     check_choice(mode, "mode", MODES)
     kinds = (
-        _SCORE_KINDS[mode]
-        if kinds is None
-        else tuple(check_choice(x, "kinds", KINDS) for x in kinds)
+        MODE_KINDS[mode] if kinds is None else tuple(check_choice(x, "kinds", KINDS) for x in kinds)
     )
     enhance = _ranked([scores.positive(mode, kind) for kind in kinds])[:k]
     suppress = _ranked([scores.negative(mode, kind) for kind in kinds])[:k]
@@ -240,8 +236,6 @@ def ablation_ranking(
     ``mode`` (or of ``kinds``), best first: what :class:`~juice_lm.PH3` prunes."""
     check_choice(mode, "mode", MODES)
     kinds = (
-        _SCORE_KINDS[mode]
-        if kinds is None
-        else tuple(check_choice(x, "kinds", KINDS) for x in kinds)
+        MODE_KINDS[mode] if kinds is None else tuple(check_choice(x, "kinds", KINDS) for x in kinds)
     )
     return _ranked([scores.ablation(mode, kind) for kind in kinds])

@@ -24,6 +24,7 @@ from icml25_core import check_choice, check_scalar
 
 from .heads import AttentionHeads, Head
 from .samples import (
+    MODE_KINDS,
     MODES,
     answer_length,
     answer_token_id,
@@ -79,8 +80,10 @@ def forward(model: nn.Module, ids, mask, cache=None, use_cache: bool = True):
         use_cache=use_cache,
         **{name: cache},
     )
-    new = out.get("cache", out.get("past_key_values")) if use_cache else None
-    return out.logits, new
+    if not use_cache:
+        return out.logits, None
+    # read "past_key_values" only when "cache" is absent: transformers 5 warns on reading it
+    return out.logits, out["cache"] if "cache" in out else out.get("past_key_values")
 
 
 class HeadSteering:
@@ -236,12 +239,6 @@ def plain(model: nn.Module) -> HeadSteering:
     return HeadSteering(model, {}, runs=1)
 
 
-def _grade_kinds(mode: str) -> tuple[str, ...]:
-    return (
-        ("clean", "substitution", "coherent") if mode == "memory" else ("substitution", "coherent")
-    )
-
-
 def evaluate(
     method,
     tokenizer,
@@ -279,7 +276,7 @@ def evaluate(
     """
     check_choice(mode, "mode", MODES)
     samples = check_samples(samples)
-    kinds = tuple(kinds) if kinds is not None else _grade_kinds(mode)
+    kinds = tuple(kinds) if kinds is not None else MODE_KINDS[mode]
     targets = [s.target(mode) for s in samples]
     if max_new_tokens is None:
         max_new_tokens = max(answer_length(tokenizer, t) for t in targets) + words - 1

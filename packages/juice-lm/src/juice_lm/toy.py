@@ -68,6 +68,8 @@ class ToyWorld:
     num_answers: int = 16
     num_fillers: int = 32
     seed: int = 0
+    max_tokens = 64
+    """Positions a model of this world supports (training sequences and prompts are shorter)."""
 
     def __post_init__(self) -> None:
         for name in ("num_subjects", "num_answers", "num_fillers"):
@@ -109,8 +111,9 @@ class ToyWorld:
         return [*words, s, TRIGGER], (self.facts[s] if rng.random() < 0.5 else y)
 
     def batch(self, rng, size: int, shares=(0.4, 0.4, 0.2), max_length: int = 14):
-        """A training batch of one random length: ``(input_ids (B, T), targets (B,))``;
-        ``shares`` of factual, induction and conflict sequences."""
+        """A training batch of one random length: ``(input_ids (B, T), attention_mask
+        (B, T), targets (B,))`` (no padding: the mask is all ones); ``shares`` of factual,
+        induction and conflict sequences."""
         length = int(rng.integers(5, max_length + 1))
         rows, targets = [], []
         vocab = self.tokenizer.get_vocab()
@@ -123,7 +126,8 @@ class ToyWorld:
             words, target = tasks[pick](rng, length)
             rows.append([vocab["<s>"], *(vocab[w] for w in words)])
             targets.append(vocab[target])
-        return torch.tensor(rows), torch.tensor(targets)
+        ids = torch.tensor(rows)
+        return ids, torch.ones_like(ids), torch.tensor(targets)
 
     # -- conflicts -------------------------------------------------------------------------------
     def samples(self, n: int, seed: int) -> list[ConflictSample]:
@@ -144,30 +148,56 @@ class ToyWorld:
         return out
 
 
-def toy_model(world: ToyWorld, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0):
-    """A fresh ``LlamaForCausalLM`` sized for ``world``'s vocabulary (eager attention)."""
+def small_llama(
+    vocab_size: int,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    max_positions: int = 64,
+    seed: int = 0,
+    **token_ids,
+):
+    """A fresh, randomly initialised ``LlamaForCausalLM`` (MLP width ``4 * hidden``, no
+    grouped-query attention, untied embeddings, eager attention); ``token_ids``: the
+    config's ``bos_token_id`` / ``eos_token_id`` / ``pad_token_id``."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tok = world.tokenizer
     config = LlamaConfig(
-        vocab_size=len(tok),
+        vocab_size=vocab_size,
         hidden_size=hidden,
         intermediate_size=4 * hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=heads,
-        max_position_embeddings=64,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
+        max_position_embeddings=max_positions,
         tie_word_embeddings=False,
+        attn_implementation="eager",
+        **token_ids,
     )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config).eval()
 
 
+def toy_model(world, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0):
+    """A fresh :func:`small_llama` sized for ``world``'s vocabulary and ``max_tokens`` (a
+    :class:`ToyWorld` or a :class:`~juice_lm.FactWorld`)."""
+    tok = world.tokenizer
+    return small_llama(
+        len(tok),
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        max_positions=world.max_tokens,
+        seed=seed,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+
+
 def train_toy(
-    world: ToyWorld,
+    world,
     *,
     steps: int = 1500,
     batch_size: int = 128,
@@ -177,10 +207,13 @@ def train_toy(
     model=None,
     progress: bool = False,
 ):
-    """Train :func:`toy_model` (or ``model``) on ``world``'s factual, induction and
-    conflict sequences (``shares``), loss on the last position only; AdamW with a cosine
-    schedule. Returns the model in eval mode."""
+    """Train :func:`toy_model` (or ``model``) on ``world``'s batches (a :class:`ToyWorld`:
+    factual, induction and conflict sequences; a :class:`~juice_lm.FactWorld`: recall,
+    copying and conflict; ``shares`` of each), loss on the last position only; AdamW with
+    a cosine schedule. Returns the model in eval mode."""
     from icml25_core import track
+
+    from .steering import forward
 
     check_scalar(steps, "steps", low=1, integer=True)
     model = toy_model(world, seed=seed) if model is None else model
@@ -190,8 +223,8 @@ def train_toy(
     device = next(model.parameters()).device
     model.train()
     for _ in track(range(steps), "training the toy model") if progress else range(steps):
-        ids, target = world.batch(rng, batch_size, shares)
-        logits = model(ids.to(device)).logits[:, -1]
+        ids, mask, target = world.batch(rng, batch_size, shares)
+        logits = forward(model, ids.to(device), mask.to(device), use_cache=False)[0][:, -1]
         loss = torch.nn.functional.cross_entropy(logits, target.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
