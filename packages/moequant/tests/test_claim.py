@@ -1,15 +1,20 @@
 """The quick claim test: what the quick profile measured on seed 0, with stated margins.
 
 The quick profile (a hidden-64 Mixtral trained by the package on the standard library with
-one thread, cached after its first training) measured on seed 0: 3-bit perplexity gaps
-MoEQuant +1.125, GPTQ (random text) +0.394, RTN +0.619; 4-bit MoEQuant +0.057, GPTQ +0.130,
-RTN +0.050; expert-frequency std of the calibration sets: EBSS (tau 1.2) 0.131, random text
-0.111. So GPTQ beats round-to-nearest at 3 bits and round-to-nearest is best at 4 bits
-(the min-max group grid leaves GPTQ nothing to recover), and neither of the paper's claims
-held at this scale (see the README for why we think so). Slower than the package budget
-(about 100 s on two cores, plus about 2 minutes the first time, when the model is trained
-and cached): the quick profile quantizes the model 14 times and measures perplexity on
-100k tokens 15 times, and a smaller model does not reproduce these measurements.
+one thread, cached after its first training) measured on seed 0, on the machine the README
+table comes from: 3-bit perplexity gaps MoEQuant +1.125, GPTQ (random text) +0.394, RTN
++0.619; 4-bit MoEQuant +0.057, GPTQ +0.130, RTN +0.050; expert-frequency std of the
+calibration sets: EBSS (tau 1.2) 0.131, random text 0.111. On an AMD EPYC machine the same
+one-thread training gives another model (top-2 routing turns last-bit differences between
+CPU kernels into different routing, so the trained weights differ): 3-bit MoEQuant +0.855,
+GPTQ +0.320, RTN +0.730; 4-bit MoEQuant +0.201, GPTQ +0.020, RTN +0.216; EBSS 0.133,
+random text 0.111. The test asserts what held on both models: GPTQ beats round-to-nearest
+at 3 bits, every method loses less at 4 bits than at 3, and neither of the paper's claims
+held. Which of RTN and GPTQ is better at 4 bits depends on the model (RTN on the first,
+GPTQ on the second), so it is not asserted. Slower than the package budget (about 100 s on
+two cores, plus about 2 minutes the first time, when the model is trained and cached): the
+quick profile quantizes the model 14 times and measures perplexity on 100k tokens 15
+times, and a smaller model does not reproduce these measurements.
 """
 
 import pytest
@@ -28,8 +33,10 @@ def test_moe_ptq_quick(tmp_path):
 
     # at 3 bits GPTQ's gap to full precision is at most 3/4 of round-to-nearest's ...
     assert gap(GPTQ, 3) <= 0.75 * gap(RTN, 3), (gap(GPTQ, 3), gap(RTN, 3))
-    # ... at 4 bits round-to-nearest's is at most GPTQ's (the group grid is fine enough)
-    assert gap(RTN, 4) <= gap(GPTQ, 4), (gap(RTN, 4), gap(GPTQ, 4))
+    # ... and every method loses less at 4 bits than at 3 (by at least half: measured
+    # ratios 0.05-0.33 over both models)
+    for method in (RTN, GPTQ, MOEQUANT):
+        assert gap(method, 4) <= 0.5 * gap(method, 3), (method, gap(method, 4), gap(method, 3))
     # the paper's perplexity claim did not hold: at 3 bits MoEQuant's gap is not below GPTQ's
     assert gap(MOEQUANT, 3) >= gap(GPTQ, 3), (gap(MOEQUANT, 3), gap(GPTQ, 3))
     # ... nor its balance claim: EBSS at tau 1.2 is not more balanced than random text
