@@ -43,7 +43,7 @@ def test_h5_files_read_back_with_extra_channels_dropped(tmp_path):
 def test_damaged_h5_files_are_named(tmp_path):
     bad = tmp_path / "broken.h5"
     bad.write_bytes(b"not hdf5")
-    with pytest.raises(ValueError, match="broken.h5"):
+    with pytest.raises(ValueError, match=r"broken\.h5"):
         load_h5(bad)
     with h5py.File(tmp_path / "nolabel.h5", "w") as f:
         f["data"] = np.zeros((2, 8, 3))
@@ -61,7 +61,7 @@ def test_modelnet40_txt_release(tmp_path):
         np.savetxt(tmp_path / name / f"{name}_0001.txt", rows, delimiter=",")
     x, y, classes = load_modelnet40(tmp_path, "train", num_points=16)
     assert x.shape == (2, 16, 3) and y.tolist() == [0, 1] and classes == ["airplane", "bed"]
-    with pytest.raises(ValueError, match="airplane_0001.txt"):
+    with pytest.raises(ValueError, match=r"airplane_0001\.txt"):
         load_modelnet40(tmp_path, "train", num_points=64)
-    with pytest.raises(FileNotFoundError, match="modelnet40_test.txt"):
+    with pytest.raises(FileNotFoundError, match=r"modelnet40_test\.txt"):
         load_modelnet40(tmp_path, "test")

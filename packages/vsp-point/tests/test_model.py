@@ -49,7 +49,9 @@ def test_official_ssf_init_and_internal_prompts_move_off_the_baseline(model3d, c
     with torch.no_grad():
         got = model.features(clouds[0])
     assert got.shape[1] == 3 * C
-    assert not torch.allclose(got[:, [*range(C), *range(2 * C, 3 * C)]], _frozen_features(model3d, clouds[0]))
+    assert not torch.allclose(
+        got[:, [*range(C), *range(2 * C, 3 * C)]], _frozen_features(model3d, clouds[0])
+    )
 
 
 @pytest.mark.parametrize("adapter", ["dapt", "vsp"])
@@ -103,7 +105,9 @@ def test_trainable_total_is_the_closed_form(model3d, vit):
     c, hidden, layers, r = C, 4 * C, 2, 8
     ssf = 2 * (c + 3 * c + c + c + hidden + c) * layers + 2 * 2 * c  # blocks, tokens, final
     prompts = 2 * c * layers
-    haa = layers * ((2 * c + c + 1 + c * r + r + r * c + c) + 2 * c * 18 + 2 * (c * 16 + 16 + 16 * c + c))
+    haa = layers * (
+        (2 * c + c + 1 + c * r + r + r * c + c) + 2 * c * 18 + 2 * (c * 16 + 16 + 16 * c + c)
+    )
     mlp = 24 * 128 + 128 + 128 * c + c
     head = (4 * c * 16 + 16) + 2 * 16 + (16 * 16 + 16) + 2 * 16 + (16 * 5 + 5)
     assert counts["total"] == 2 * c + ssf + prompts + haa + mlp + head
@@ -156,7 +160,7 @@ def test_adapter_checkpoints_round_trip_and_refuse_damage(model3d, vit, clouds, 
         torch.testing.assert_close(loaded(clouds[0]), model(clouds[0]), rtol=0, atol=0)
     weights = folder / "adapter.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
-    with pytest.raises(ValueError, match="adapter.safetensors"):
+    with pytest.raises(ValueError, match=r"adapter\.safetensors"):
         PointAdapterModel.load_adapter(folder, model3d, vit())
 
 

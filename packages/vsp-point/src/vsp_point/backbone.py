@@ -361,7 +361,7 @@ def convert_point_mae_state_dict(checkpoint: str | Path | dict) -> dict[str, tor
     return out
 
 
-class PointMAE(nn.Module, PretrainedModelMixin):
+class PointMAE(nn.Module):
     """Masked point modelling (Point-MAE) around a :class:`PointTransformer`.
 
     A random ``mask_ratio`` of the patches is hidden; the encoder sees the visible ones,
@@ -376,6 +376,12 @@ class PointMAE(nn.Module, PretrainedModelMixin):
         Share of hidden patches (Point-MAE: 0.6).
     decoder_depth, decoder_num_heads : int
         Decoder size (Point-MAE: 4 and 6).
+
+    Notes
+    -----
+    What pretraining is for is ``self.encoder``; save it with
+    ``encoder.save_pretrained(dir)`` (the decoder is discarded, as Point-MAE's fine-tuning
+    does).
     """
 
     def __init__(
@@ -387,7 +393,9 @@ class PointMAE(nn.Module, PretrainedModelMixin):
     ) -> None:
         super().__init__()
         self.config = config = config if config is not None else PointMAEConfig()
-        check_scalar(mask_ratio, "mask_ratio", low=0, high=1, low_inclusive=False, high_inclusive=False)
+        check_scalar(
+            mask_ratio, "mask_ratio", low=0, high=1, low_inclusive=False, high_inclusive=False
+        )
         check_scalar(decoder_depth, "decoder_depth", low=1, integer=True)
         self.mask_ratio = mask_ratio
         c = config.trans_dim
@@ -419,9 +427,9 @@ class PointMAE(nn.Module, PretrainedModelMixin):
         vis_idx, mask_idx = order[:, n_mask:], order[:, :n_mask]
 
         def take(t, idx):
-            return torch.gather(t, 1, idx.reshape(b, -1, *([1] * (t.ndim - 2))).expand(
-                -1, -1, *t.shape[2:]
-            ))
+            return torch.gather(
+                t, 1, idx.reshape(b, -1, *([1] * (t.ndim - 2))).expand(-1, -1, *t.shape[2:])
+            )
 
         tokens = enc.reduce_dim(enc.encoder(take(neighborhood, vis_idx)))
         x_vis = enc.norm(enc.blocks(tokens, enc.pos_embed(take(center, vis_idx))))
@@ -432,4 +440,3 @@ class PointMAE(nn.Module, PretrainedModelMixin):
         rebuilt = rebuilt.reshape(b * n_mask, cfg.group_size, 3)
         target = take(neighborhood, mask_idx).reshape(b * n_mask, cfg.group_size, 3)
         return chamfer_distance(rebuilt, target)
-

@@ -88,7 +88,7 @@ def _jack(r):
     )
 
 
-def _legs(r, width, depth, height, radius=0.05):
+def _legs(width, depth, height, radius=0.05):
     return [
         _at(
             trimesh.creation.cylinder(radius=radius, height=height, sections=8),
@@ -102,14 +102,14 @@ def _legs(r, width, depth, height, radius=0.05):
 def _table(r):
     w, d, h = _u(r, 1.2, 1.8), _u(r, 0.8, 1.2), _u(r, 0.6, 1.0)
     top = _at(trimesh.creation.box(extents=[w, d, 0.08]), (0, 0, 0.04))
-    return trimesh.util.concatenate([top, *_legs(r, w * 0.9, d * 0.9, h)])
+    return trimesh.util.concatenate([top, *_legs(w * 0.9, d * 0.9, h)])
 
 
 def _chair(r):
     w, h = _u(r, 0.7, 0.9), _u(r, 0.6, 0.8)
     seat = trimesh.creation.box(extents=[w, w, 0.08])
     back = _at(trimesh.creation.box(extents=[w, 0.08, _u(r, 0.6, 1.0)]), (0, w / 2, 0.4))
-    return trimesh.util.concatenate([seat, back, *_legs(r, w * 0.9, w * 0.9, h)])
+    return trimesh.util.concatenate([seat, back, *_legs(w * 0.9, w * 0.9, h)])
 
 
 def _mushroom(r):
@@ -200,7 +200,7 @@ class ShapeWorld:
         """One instance of class ``label``: ``(num_points, 3)`` float32, in the unit ball."""
         mesh = SHAPES[self.classes[label]](rng)
         n = self.num_points
-        n_clutter = int(round(self.clutter * n))
+        n_clutter = round(self.clutter * n)
         n_obj = n - n_clutter
         cut = rng.random() < self.partial
         pts, _ = trimesh.sample.sample_surface(mesh, 3 * n_obj if cut else n_obj, seed=rng)

@@ -77,9 +77,8 @@ class AdapterConfig:
     @property
     def uses_vision(self) -> bool:
         """Whether a 2-D model is needed."""
-        return self.adapter == "vsp" and (self.semantic or self.concat_prompt) or (
-            self.adapter == "dapt" and self.concat_prompt
-        )
+        vsp = self.adapter == "vsp" and (self.semantic or self.concat_prompt)
+        return vsp or (self.adapter == "dapt" and self.concat_prompt)
 
 
 class _BlockSSF(nn.Module):

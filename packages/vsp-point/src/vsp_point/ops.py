@@ -61,9 +61,7 @@ def farthest_point_sample(
     idx = torch.empty(b, k, dtype=torch.long, device=points.device)
     dist = torch.full((b, n), float("inf"), dtype=points.dtype, device=points.device)
     rows = torch.arange(b, device=points.device)
-    cur = (
-        torch.zeros(b, dtype=torch.long, device=points.device) if start is None else start.long()
-    )
+    cur = torch.zeros(b, dtype=torch.long, device=points.device) if start is None else start.long()
     for t in range(k):
         idx[:, t] = cur
         d = (points - points[rows, cur].unsqueeze(1)).square().sum(-1)

@@ -46,7 +46,7 @@ def depth_maps(points: torch.Tensor, size: int = 224, *, padding: float = 0.05) 
     check_points(points)
     check_scalar(size, "size", low=1, integer=True)
     check_scalar(padding, "padding", low=0, high=1, high_inclusive=False)
-    b, n, _ = points.shape
+    b = points.shape[0]
     lo, hi = points.amin(1, keepdim=True), points.amax(1, keepdim=True)  # B 1 3
     centre = (lo + hi) / 2
     extent = (hi - lo).clamp_min(torch.finfo(points.dtype).eps)  # per axis

@@ -86,8 +86,7 @@ def _check_labelled(points, labels, num_classes: int | None = None) -> None:
         raise TypeError(f"labels must be integer class indices, got {labels.dtype}")
     if num_classes is not None and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(
-            f"labels must lie in [0, {num_classes}); got [{int(labels.min())}, "
-            f"{int(labels.max())}]"
+            f"labels must lie in [0, {num_classes}); got [{int(labels.min())}, {int(labels.max())}]"
         )
 
 
@@ -103,6 +102,7 @@ def fit(
     warmup_epochs: int = 10,
     augmentation: bool = True,
     seed: int = 0,
+    recalibrate_batchnorm: bool = True,
     checkpoint_dir: str | Path | None = None,
     progress: bool = False,
 ) -> dict[str, list[float]]:
@@ -120,6 +120,11 @@ def fit(
         :func:`augment` each batch.
     seed : int
         Shuffling, augmentation and dropout.
+    recalibrate_batchnorm : bool
+        After training, recompute the head's BatchNorm statistics as exact averages over
+        the (unaugmented) training clouds. The momentum-0.1 running averages DAPT keeps
+        still remember their initial values after a few dozen steps: a sphere-vs-jack model
+        trained for 45 steps scored 0.50 with them in eval mode and 0.94 in train mode.
     checkpoint_dir : path, optional
         After every epoch the adapter is saved atomically into ``checkpoint_dir/last``
         (:meth:`~vsp_point.PointAdapterModel.save_adapter`).
@@ -175,8 +180,31 @@ def fit(
         history["accuracy"].append(correct / seen)
         if checkpoint_dir is not None:
             model.save_adapter(Path(checkpoint_dir) / "last", overwrite=True)
+    if recalibrate_batchnorm:
+        _recalibrate_batchnorm(model, points, batch_size)
+        if checkpoint_dir is not None:
+            model.save_adapter(Path(checkpoint_dir) / "last", overwrite=True)
     model.eval()
     return history
+
+
+@torch.no_grad()
+def _recalibrate_batchnorm(model: PointAdapterModel, points: torch.Tensor, batch_size: int):
+    """Exact BatchNorm statistics of the head over ``points`` (dropout off)."""
+    norms = [m for m in model.head if isinstance(m, nn.BatchNorm1d)]
+    model.eval()
+    momenta = [bn.momentum for bn in norms]
+    for bn in norms:
+        bn.reset_running_stats()
+        bn.momentum = None  # cumulative average
+        bn.train()
+    device = next(model.parameters()).device
+    n = len(points)
+    for s in range(0, n - batch_size + 1, batch_size):
+        model(points[s : s + batch_size].to(device))
+    for bn, momentum in zip(norms, momenta, strict=True):
+        bn.momentum = momentum
+        bn.eval()
 
 
 @torch.no_grad()
