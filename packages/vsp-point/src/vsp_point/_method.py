@@ -14,7 +14,8 @@ METHOD = Method(
     experiments={"peft-semantic-prompt": "vsp_point.experiments:PEFT_SEMANTIC_PROMPT"},
     status="available",
     claim=(
-        "held (quick, 3 seeds): VSP + HAA 0.675 vs DAPT 0.552, rank-matched DAPT "
-        "0.536, concatenated 2-D features 0.619 (concat won 1 seed); 4.8x DAPT forward time"
+        "held (quick / full, 3 seeds each): VSP + HAA 0.675 / 0.723 vs DAPT 0.552 / 0.596, "
+        "rank-matched DAPT 0.536 / 0.656, concatenated 2-D features 0.619 / 0.689; "
+        "4.8x DAPT's forward time at the paper's size"
     ),
 )
