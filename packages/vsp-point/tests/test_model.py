@@ -144,8 +144,10 @@ def test_position_embedding_can_be_tuned(model3d, vit, clouds):
     grads = {
         n: p.grad for n, p in model.prompter.vision_model.named_parameters() if p.requires_grad
     }
-    assert list(grads) == ["embeddings.position_embedding.weight"]
-    assert grads["embeddings.position_embedding.weight"] is not None
+    # one tensor (named vision_model.embeddings... in transformers 5.0, embeddings... later)
+    assert len(grads) == 1
+    name, grad = next(iter(grads.items()))
+    assert name.endswith("embeddings.position_embedding.weight") and grad is not None
 
 
 def test_adapter_checkpoints_round_trip_and_refuse_damage(model3d, vit, clouds, tmp_path):
