@@ -175,5 +175,7 @@ def test_bad_settings_are_refused(model3d, vit):
         attach(model3d, vit(), num_classes=3, rnak=4)
     with pytest.raises(ValueError, match="num_classes"):
         attach(model3d, vit(), num_classes=1)
+    with pytest.raises(TypeError, match="model2d"):
+        attach(model3d, torch.nn.Linear(3, 3), num_classes=3)
     with pytest.raises(TypeError, match="PointTransformer"):
         attach(torch.nn.Linear(3, 3), num_classes=3, adapter="linear")

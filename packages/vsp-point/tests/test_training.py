@@ -22,6 +22,8 @@ def test_default_settings_fit_and_beat_chance_on_easy_data(model3d, vit, easy, t
     # without the BatchNorm recalibration)
     assert evaluate(model, tx, ty) >= 0.85
     assert (tmp_path / "last" / "adapter.safetensors").is_file()
+    with pytest.raises(FileExistsError, match="earlier run"):  # never overwritten silently
+        fit(model, x, y, epochs=1, batch_size=8, checkpoint_dir=tmp_path)
 
 
 def test_batchnorm_statistics_are_recalibrated_exactly(model3d, easy):

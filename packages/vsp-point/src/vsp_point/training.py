@@ -127,7 +127,9 @@ def fit(
         trained for 45 steps scored 0.50 with them in eval mode and 0.94 in train mode.
     checkpoint_dir : path, optional
         After every epoch the adapter is saved atomically into ``checkpoint_dir/last``
-        (:meth:`~vsp_point.PointAdapterModel.save_adapter`).
+        (:meth:`~vsp_point.PointAdapterModel.save_adapter`). A ``last`` left there by an
+        earlier run is refused before training starts (pick a new folder), so no earlier
+        checkpoint is overwritten without a word.
     progress : bool
         A progress bar over epochs.
 
@@ -143,6 +145,11 @@ def fit(
         check_scalar(value, name, low=1, integer=True)
     check_scalar(lr, "lr", low=0, low_inclusive=False)
     check_scalar(warmup_epochs, "warmup_epochs", low=0, integer=True)
+    if checkpoint_dir is not None and (Path(checkpoint_dir) / "last").exists():
+        raise FileExistsError(
+            f"checkpoint_dir {str(checkpoint_dir)!r} already holds a checkpoint 'last' of an "
+            "earlier run; pass a new folder"
+        )
     device = next(model.parameters()).device
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(_param_groups(trainable, weight_decay), lr=lr)

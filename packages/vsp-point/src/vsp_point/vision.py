@@ -67,8 +67,9 @@ class SemanticPrompter(nn.Module):
         for attr in ("hidden_size", "num_hidden_layers", "image_size"):
             if not hasattr(cfg, attr):
                 raise TypeError(
-                    f"vision_model must be a transformers vision encoder with config.{attr} "
-                    f"(CLIPVisionModel, Dinov2Model, ViTModel), got {type(vision_model).__name__}"
+                    f"model2d (vision_model) must be a transformers vision encoder with "
+                    f"config.{attr} (CLIPVisionModel, Dinov2Model, ViTModel), got "
+                    f"{type(vision_model).__name__}"
                 )
         check_scalar(hidden, "prompt_hidden", low=1, integer=True)
         check_scalar(image_std, "image_std", low=0, low_inclusive=False)
