@@ -21,7 +21,7 @@ from torch import nn
 from icml25_core import check_scalar
 from icml25_core.hub import PretrainedModelMixin
 
-from .ops import chamfer_distance, check_points, group_points
+from .ops import chamfer_distance, group_points
 
 __all__ = [
     "Block",
@@ -224,8 +224,7 @@ class PointTransformer(nn.Module, PretrainedModelMixin):
         center : Tensor, shape (B, G, 3)
         """
         cfg = self.config
-        check_points(points, min_points=max(cfg.num_group, cfg.group_size))
-        neighborhood, center = group_points(points, cfg.num_group, cfg.group_size)
+        neighborhood, center = group_points(points, cfg.num_group, cfg.group_size)  # checks
         tokens = self.reduce_dim(self.encoder(neighborhood))
         b = points.shape[0]
         x = torch.cat([self.cls_token.expand(b, -1, -1), tokens], dim=1)
@@ -414,8 +413,7 @@ class PointMAE(nn.Module):
     def forward(self, points: torch.Tensor, generator: torch.Generator | None = None):
         """The reconstruction loss of a batch (a scalar tensor)."""
         cfg, enc = self.config, self.encoder
-        check_points(points, min_points=max(cfg.num_group, cfg.group_size))
-        neighborhood, center = group_points(points, cfg.num_group, cfg.group_size)
+        neighborhood, center = group_points(points, cfg.num_group, cfg.group_size)  # checks
         b, g = center.shape[:2]
         n_mask = int(self.mask_ratio * g)
         if not 0 < n_mask < g:

@@ -55,9 +55,14 @@ def farthest_point_sample(
         Distinct indices (when the cloud has ``k`` distinct points).
     """
     check_points(points, min_points=k)
-    b, n, _ = points.shape
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    return _farthest_point_sample(points, k, start)
+
+
+def _farthest_point_sample(points, k, start=None):
+    """:func:`farthest_point_sample` on a batch already checked."""
+    b, n, _ = points.shape
     idx = torch.empty(b, k, dtype=torch.long, device=points.device)
     dist = torch.full((b, n), float("inf"), dtype=points.dtype, device=points.device)
     rows = torch.arange(b, device=points.device)
@@ -110,7 +115,7 @@ def group_points(
     center : Tensor, shape (B, G, 3)
     """
     check_points(points, min_points=max(num_group, group_size))
-    centre_idx = farthest_point_sample(points, num_group)
+    centre_idx = _farthest_point_sample(points, num_group)
     center = torch.gather(points, 1, centre_idx.unsqueeze(-1).expand(-1, -1, 3))
     idx = knn(points, center, group_size)  # B G M
     b = points.shape[0]
