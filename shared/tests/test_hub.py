@@ -2,13 +2,19 @@
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("huggingface_hub")
 
-from icml25_core.hub import PretrainedModelMixin, atomic_directory  # noqa: E402
+from icml25_core.hub import (  # noqa: E402
+    PretrainedModelMixin,
+    atomic_directory,
+    recover_directory,
+)
+from icml25_core.testing import kill_during_save  # noqa: E402
 
 
 @dataclass
@@ -93,3 +99,55 @@ def test_the_kit_checks_persistence(tmp_path):
             return [Net(Sizes(width=4))]
 
     Check().test_pretrained_models_save_and_load_safely(tmp_path)
+
+
+def _folder(path, text):
+    with atomic_directory(path, overwrite=True) as tmp:
+        (tmp / "a.txt").write_text(text)
+        (tmp / "b.txt").write_text(text)
+
+
+_SAVE = """
+from icml25_core.hub import atomic_directory
+with atomic_directory({target!r}, overwrite=True) as tmp:
+    (tmp / "a.txt").write_text("new")
+    (tmp / "b.txt").write_text("new")
+"""
+
+
+@pytest.mark.parametrize("at", ["between-files", "between-renames"])
+def test_a_save_killed_part_way_leaves_the_previous_folder(tmp_path, at):
+    """SIGKILL between the two files, and between the two renames of the replacement:
+    the next load or save finds the previous folder complete and nothing else."""
+    target = tmp_path / "out"
+    _folder(target, "old")
+    kill_during_save(_SAVE.format(target=str(target)), target, at=at)
+    if at == "between-renames":  # the kill left the previous folder aside
+        assert not target.exists()
+        left = sorted(p.name.split("-")[0] for p in tmp_path.iterdir())
+        assert left == [".out.old", ".out.saving"]
+    assert recover_directory(target) is (at == "between-renames")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no leftovers
+    assert {p.name: p.read_text() for p in target.iterdir()} == {"a.txt": "old", "b.txt": "old"}
+    _folder(target, "new")  # and the folder can be replaced again
+    assert (target / "b.txt").read_text() == "new"
+
+
+def test_from_pretrained_recovers_a_model_whose_replacement_was_killed(tmp_path):
+    net = Net()
+    net.save_pretrained(tmp_path / "m")
+    kill_during_save(
+        "import sys, torch\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_hub import Net\n"
+        f"Net().save_pretrained({str(tmp_path / 'm')!r}, overwrite=True)\n",
+        tmp_path / "m",
+        at="between-renames",
+    )
+    loaded = Net.from_pretrained(tmp_path / "m")
+    torch.testing.assert_close(loaded.lin.weight, net.lin.weight, rtol=0, atol=0)
+
+
+def test_kill_during_save_fails_when_the_save_is_never_interrupted(tmp_path):
+    with pytest.raises(AssertionError, match="before reaching between-files"):
+        kill_during_save("print('no save here')", tmp_path / "x")

@@ -140,6 +140,32 @@ def test_checkpoint_loads_in_a_fresh_process_from_the_folder_alone(small, tmp_pa
     torch.testing.assert_close(again.prompts, trainer.model.prompts.cpu())
 
 
+@pytest.mark.parametrize("at", ["between-files", "between-renames"])
+def test_a_checkpoint_save_killed_part_way_leaves_the_previous_one(small, tmp_path, at):
+    """SIGKILL while ``save_checkpoint(overwrite=True)`` replaces a checkpoint (after its
+    first file, or between the two renames): the previous files survive byte for byte
+    and load as the trainer that wrote them."""
+    from icml25_core.testing import kill_during_save
+
+    trainer = _train(ERM(N_FEATURES, 3, hidden=8), small, epochs=1)
+    ck = tmp_path / "ck"
+    trainer.save_checkpoint(ck)
+    before = {p.name: p.read_bytes() for p in ck.iterdir()}
+    script = (
+        "import torch\nfrom nego_graph import Trainer\n"
+        f"t = Trainer.from_checkpoint({str(ck)!r}, device='cpu')\n"
+        "with torch.no_grad():\n"
+        "    for p in t.model.parameters():\n"
+        "        p.add_(1.0)\n"
+        f"t.save_checkpoint({str(ck)!r}, overwrite=True)\n"
+    )
+    kill_during_save(script, ck, at=at)
+    loaded = Trainer.from_checkpoint(ck, device="cpu")
+    assert {p.name: p.read_bytes() for p in ck.iterdir()} == before
+    graphs = DataLoader(small.test[:8], batch_size=8)
+    torch.testing.assert_close(loaded.predict(graphs), trainer.predict(graphs), rtol=0, atol=0)
+
+
 def test_checkpoint_refuses_to_overwrite_and_names_bad_files(small, tmp_path):
     trainer = _train(ERM(N_FEATURES, 3, hidden=8), small, epochs=1)
     trainer.save_checkpoint(tmp_path / "ck")

@@ -239,3 +239,42 @@ def test_a_tampered_config_is_refused_naming_the_file(fitted, tmp_path, edit, ma
     with pytest.raises(ValueError, match=match) as err:
         OTP.from_pretrained(folder)
     assert str(config_file) in str(err.value)
+
+
+@pytest.mark.parametrize("at", ["between-files", "between-renames"])
+def test_fit_killed_while_replacing_its_checkpoint_resumes_from_the_previous_one(
+    data, tmp_path, monkeypatch, at
+):
+    """SIGKILL during ``fit(checkpoint_every=5)`` as it replaces the step-10 checkpoint
+    (after its first file, or between the two renames): the step-10 files survive byte
+    for byte, and ``resume=True`` continues from them (it never builds a fresh network),
+    ending equal to an uninterrupted run."""
+    from icml25_core.testing import kill_during_save
+
+    ck = tmp_path / "ck"
+    OTP(**SMALL).fit(*data, n_iter=10, batch_size=32, checkpoint_dir=ck)
+    before = {p.name: p.read_bytes() for p in ck.iterdir()}
+    script = (
+        "import numpy as np\nfrom otp_map import OTP\n"
+        "rng = np.random.default_rng(0)\n"
+        "x, y = rng.normal(size=(300, 2)), rng.normal(size=(300, 2)) + 2.0\n"
+        f"OTP(**{SMALL!r}).fit(x, y, n_iter=20, batch_size=32, checkpoint_dir={str(ck)!r},"
+        " checkpoint_every=5, resume=True)\n"
+    )
+    kill_during_save(script, ck, at=at)
+    assert ck.is_dir() is (at == "between-files")
+
+    def no_fresh_network(*args, **kwargs):
+        raise AssertionError("fit(resume=True) built a fresh network")
+
+    monkeypatch.setattr(OTP, "_build", no_fresh_network)
+    resumed = OTP(**SMALL).fit(*data, n_iter=10, batch_size=32, checkpoint_dir=ck, resume=True)
+    assert resumed.step_ == 10
+    assert {p.name: p.read_bytes() for p in ck.iterdir()} == before
+    resumed = OTP(**SMALL).fit(*data, n_iter=20, batch_size=32, checkpoint_dir=ck, resume=True)
+    monkeypatch.undo()
+    straight = OTP(**SMALL).fit(*data, n_iter=20, batch_size=32)
+    for a, b in zip(
+        straight.map_net_.state_dict().values(), resumed.map_net_.state_dict().values(), strict=True
+    ):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -99,6 +99,33 @@ def test_save_load_round_trip_gives_identical_logits(tmp_path, table):
         assert torch.equal(model(X, y), loaded(X, y))
 
 
+@pytest.mark.parametrize("at", ["between-files", "between-renames"])
+def test_a_save_killed_part_way_leaves_the_previous_checkpoint(tmp_path, table, at):
+    """SIGKILL while ``save_pretrained(overwrite=True)`` replaces a checkpoint (after its
+    first file, or between the two renames): the previous files survive byte for byte
+    and give the same logits."""
+    from icml25_core.testing import kill_during_save
+
+    torch.manual_seed(3)
+    model = TabICL(TINY).eval()
+    path = model.save_pretrained(tmp_path / "m")
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    script = (
+        "import torch\nfrom tabicl_lite import TabICL\n"
+        f"m = TabICL.from_pretrained({str(path)!r})\n"
+        "with torch.no_grad():\n"
+        "    for p in m.parameters():\n"
+        "        p.add_(1.0)\n"
+        f"m.save_pretrained({str(path)!r}, overwrite=True)\n"
+    )
+    kill_during_save(script, path, at=at)
+    loaded = TabICL.from_pretrained(path).eval()
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+    X, y = (t.float() if t.is_floating_point() else t for t in table)
+    with torch.no_grad():
+        assert torch.equal(model(X, y), loaded(X, y))
+
+
 def test_bad_inputs_raise_clear_errors(tmp_path):
     model = TabICL(TINY)
     with pytest.raises(ValueError, match="n_train"):

@@ -8,7 +8,9 @@ and changes what a careful user expects to be different:
 
 - saving is atomic: everything is written into a temporary folder beside the target,
   which is renamed into place at the end, so an interrupted save leaves no half-written
-  model; an existing non-empty folder is replaced only with ``overwrite=True``;
+  model (and a kill between the two renames of a replacement is repaired by the next load
+  or save, :func:`recover_directory`); an existing non-empty folder is replaced only with
+  ``overwrite=True``;
 - a local folder must hold ``config.json`` and ``model.safetensors``; a missing or corrupt
   file is an error that names it (the hub mixin only logs a warning);
 - weights load strictly (every tensor present, none unexpected) and never from a pickle;
@@ -31,7 +33,13 @@ from typing import Any, TypeVar
 
 from huggingface_hub import PyTorchModelHubMixin, constants
 
-__all__ = ["CONFIG_NAME", "WEIGHTS_NAME", "PretrainedModelMixin", "atomic_directory"]
+__all__ = [
+    "CONFIG_NAME",
+    "WEIGHTS_NAME",
+    "PretrainedModelMixin",
+    "atomic_directory",
+    "recover_directory",
+]
 
 CONFIG_NAME = constants.CONFIG_NAME
 WEIGHTS_NAME = constants.SAFETENSORS_SINGLE_FILE
@@ -45,6 +53,11 @@ class atomic_directory:
     On success the temporary folder replaces ``path``; on an exception it is removed and
     ``path`` is left as it was. An existing non-empty ``path`` is an error unless
     ``overwrite=True``.
+
+    Replacing an existing folder takes two renames (``path`` aside to
+    ``.<name>.old-<pid>``, the new folder into place); a process killed between them
+    leaves no ``path`` but the complete previous folder beside it, which
+    :func:`recover_directory` (called on entering, and by every loader) renames back.
     """
 
     def __init__(self, path: str | Path, *, overwrite: bool = False) -> None:
@@ -53,6 +66,7 @@ class atomic_directory:
         self.tmp: Path | None = None
 
     def __enter__(self) -> Path:
+        recover_directory(self.path)
         if self.path.exists() and not self.path.is_dir():
             raise FileExistsError(f"save_directory {str(self.path)!r} exists and is not a folder")
         if self.path.is_dir() and any(self.path.iterdir()) and not self.overwrite:
@@ -61,7 +75,8 @@ class atomic_directory:
                 "overwrite=True to replace it"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.saving-", dir=self.path.parent))
+        prefix = f".{self.path.name}.saving-{os.getpid()}-"
+        self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.path.parent))
         return self.tmp
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -72,10 +87,70 @@ class atomic_directory:
         old = None
         if self.path.exists():
             old = self.path.with_name(f".{self.path.name}.old-{os.getpid()}")
+            if old.exists():  # left by an earlier process of the same id
+                shutil.rmtree(old)
             os.replace(self.path, old)
         os.replace(self.tmp, self.path)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (POSIX; elsewhere only this process counts)."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _leftovers(path: Path, kind: str) -> list[Path]:
+    """``.<name>.<kind>-<pid>...`` siblings of ``path`` whose process is gone."""
+    prefix = f".{path.name}.{kind}-"
+    found = []
+    if path.parent.is_dir():
+        for entry in path.parent.iterdir():
+            if entry.name.startswith(prefix):
+                pid = entry.name[len(prefix) :].split("-", 1)[0]
+                if pid.isdigit() and not _pid_alive(int(pid)):
+                    found.append(entry)
+    return found
+
+
+def recover_directory(path: str | Path) -> bool:
+    """Repair what an :class:`atomic_directory` save killed part-way left beside ``path``.
+
+    If ``path`` is missing and a dead process's ``.<name>.old-<pid>`` (the previous
+    complete folder, moved aside just before the new one was to be renamed in) exists,
+    it is renamed back to ``path``. Leftover ``.old-`` folders next to an existing
+    ``path`` (the kill came after the new folder was in place) and the temporary
+    ``.saving-`` folders of dead processes are removed.
+
+    Parameters
+    ----------
+    path : path
+        The folder a save writes or a loader reads.
+
+    Returns
+    -------
+    bool
+        Whether a previous folder was restored.
+    """
+    path = Path(path)
+    olds = sorted(_leftovers(path, "old"), key=lambda p: p.stat().st_mtime)
+    restored = False
+    if olds and not path.exists():
+        os.replace(olds.pop(), path)
+        restored = True
+    for stale in olds + _leftovers(path, "saving"):
+        shutil.rmtree(stale, ignore_errors=True)
+    return restored
 
 
 def _looks_local(name: str) -> bool:
@@ -155,6 +230,7 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
         places them.
         """
         path = Path(pretrained_model_name_or_path)
+        recover_directory(path)
         if path.is_dir():
             missing = [n for n in (CONFIG_NAME, WEIGHTS_NAME) if not (path / n).is_file()]
             if missing:

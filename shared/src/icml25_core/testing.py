@@ -25,6 +25,10 @@ and pytest then checks that
 - every ``benchmarks/bench_*.py`` (a source checkout) returns a
   :class:`~icml25_core.bench.BenchReport` from ``run(smoke=True)``.
 
+:func:`kill_during_save` runs a save in a subprocess and SIGKILLs it at a chosen point
+(between two files, or between the two renames that replace a folder), for the crash
+tests of every multi-file save.
+
 The README is the checkout's ``README.md`` in a source checkout and the installed
 distribution's metadata (its long description) elsewhere, so :func:`run_quick_start` also
 works where only the wheel is installed (``python -m icml25_core.testing quick-start NAME
@@ -42,6 +46,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -58,6 +63,7 @@ __all__ = [
     "HEAVY_MODULES",
     "QUICK_START_MARKER",
     "PackageConformance",
+    "kill_during_save",
     "quick_start_blocks",
     "run_quick_start",
 ]
@@ -289,7 +295,8 @@ class PackageConformance:
 
     def test_pretrained_models_save_and_load_safely(self, tmp_path: Path) -> None:
         """Each of :meth:`pretrained_models`: the saved folder loads back the same tensors;
-        a second save into it is refused without ``overwrite=True``; a truncated weights
+        a second save into it is refused without ``overwrite=True``; a replacement killed
+        between its renames leaves the previous model loadable; a truncated weights
         file, an empty or non-object config, and NaN weights are errors naming the file."""
         import pytest
 
@@ -315,6 +322,16 @@ class PackageConformance:
             with pytest.raises(FileExistsError, match="overwrite=True"):
                 model.save_pretrained(folder)
             model.save_pretrained(folder, overwrite=True)
+            if i == 0 and hasattr(signal, "SIGKILL"):  # a replacement killed mid-way
+                script = (
+                    f"from {cls.__module__} import {cls.__qualname__} as cls\n"
+                    f"cls.from_pretrained({str(folder)!r}).save_pretrained("
+                    f"{str(folder)!r}, overwrite=True)\n"
+                )
+                kill_during_save(script, folder, at="between-renames")
+                again = cls.from_pretrained(folder).state_dict()
+                for key in want:
+                    torch.testing.assert_close(again[key], want[key], rtol=0, atol=0)
 
             for name, blamed in _CORRUPTIONS.items():
                 copy = tmp_path / f"{i}-{name}"
@@ -339,6 +356,115 @@ class PackageConformance:
             assert isinstance(report, BenchReport), f"{path.name} did not return a BenchReport"
             assert report.comparisons, f"{path.name} compared nothing"
             report.write_json(tmp_path / f"{path.stem}.json")
+
+
+_KILL_PRELUDE = """
+import os as _os, sys as _sys, time as _time
+_TARGET = _os.path.abspath({target!r})
+_SAVING = "." + _os.path.basename(_TARGET) + ".saving-"
+_AT, _MARK = {at!r}, {mark!r}
+
+def _block():
+    with open(_MARK, "w") as f:
+        f.write(str(_os.getpid()))
+    _time.sleep(3600)
+
+def _writes(args):
+    mode, flags = args[1], args[2]
+    if isinstance(mode, str):
+        return any(c in mode for c in "wax+")
+    return isinstance(flags, int) and bool(flags & (_os.O_WRONLY | _os.O_RDWR))
+
+def _hook(event, args):
+    if _AT == "between-files" and event == "open" and isinstance(args[0], str | bytes):
+        folder = _os.path.dirname(_os.path.abspath(_os.fsdecode(args[0])))
+        if (
+            _os.path.basename(folder).startswith(_SAVING)
+            and _os.path.dirname(folder) == _os.path.dirname(_TARGET)
+            and _writes(args)
+            and _os.listdir(folder)
+        ):
+            _block()
+    elif _AT == "between-renames" and event == "os.rename":
+        if _os.path.abspath(_os.fsdecode(args[1])) == _TARGET:  # the new folder moving in
+            _block()
+
+_sys.addaudithook(_hook)
+"""
+
+
+def kill_during_save(
+    script: str, target: str | Path, *, at: str = "between-files", timeout: float = 300
+) -> None:
+    """Run ``script`` in a fresh interpreter and SIGKILL it part-way through a save.
+
+    The save is one into ``target`` through :class:`~icml25_core.hub.atomic_directory`
+    (a package's ``save_pretrained`` / ``save_checkpoint``). An audit hook stops the
+    process, and this function then kills it with SIGKILL, at the point ``at`` names:
+
+    - ``"between-files"``: as the save opens a file for writing in its temporary folder
+      while that folder already holds another file (the first file is written, the
+      rest are not);
+    - ``"between-renames"``: just before the finished temporary folder is renamed to
+      ``target`` (an existing ``target`` has been moved aside already); with nested
+      saves (a model's ``save_pretrained`` inside a checkpoint's folder), the outermost.
+
+    The caller then checks what a user would find: the previous ``target`` intact, or a
+    refusal to resume.
+
+    Parameters
+    ----------
+    script : str
+        Python code that performs the save (its imports included).
+    target : path
+        The folder the save writes.
+    at : {"between-files", "between-renames"}
+        Where to kill.
+    timeout : float
+        Seconds to wait for the save to reach ``at``.
+
+    Raises
+    ------
+    AssertionError
+        If the script ends (or fails) before reaching ``at``: the test could not
+        interrupt the save, which is a failure, not a pass.
+    """
+    import tempfile
+    import time
+
+    if at not in ("between-files", "between-renames"):
+        raise ValueError(f"at must be 'between-files' or 'between-renames', got {at!r}")
+    if not hasattr(signal, "SIGKILL"):
+        import pytest
+
+        pytest.skip("SIGKILL needs a POSIX system")
+    with tempfile.TemporaryDirectory() as scratch:
+        mark = os.path.join(scratch, "blocked")
+        code = _KILL_PRELUDE.format(target=str(target), at=at, mark=mark) + "\n" + script
+        log = Path(scratch, "stderr")
+        with log.open("wb") as stderr:  # a file, not a pipe: a chatty child never blocks
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=stderr
+            )
+        deadline = time.monotonic() + timeout
+        try:
+            while not os.path.exists(mark):
+                if proc.poll() is not None:
+                    raise AssertionError(
+                        f"the save ended (exit {proc.returncode}) before reaching {at}; "
+                        f"stderr:\n{log.read_text(errors='replace')[-3000:]}"
+                    )
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the save did not reach {at} in {timeout} s")
+                time.sleep(0.02)
+            # the marker is written before the process sleeps: wait for its pid line
+            while not Path(mark).read_text():
+                time.sleep(0.01)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert proc.returncode == -signal.SIGKILL, f"the save exited {proc.returncode}"
 
 
 # corruption -> the file its error must name: the weights or the config

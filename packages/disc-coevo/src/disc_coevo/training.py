@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from icml25_core import check_array, check_choice, check_scalar, track
-from icml25_core.hub import atomic_directory
+from icml25_core.hub import atomic_directory, recover_directory
 
 from .experts import StagedExpert
 from .socialized import Socialized
@@ -163,6 +163,7 @@ def load_weights(model: nn.Module, path: str | Path) -> dict:
     """Load weights saved by :func:`save_weights` into ``model`` (strictly); returns the
     saved ``meta``. A missing or corrupt file is an error naming it."""
     folder = Path(path)
+    recover_directory(folder)
     file = folder / WEIGHTS
     if not file.is_file():
         raise FileNotFoundError(f"no weights at {str(file)!r}")

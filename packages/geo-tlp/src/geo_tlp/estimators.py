@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator
 from torch_geometric.utils import negative_sampling
 
 from icml25_core import check_array, check_choice, check_scalar, select_device
-from icml25_core.hub import atomic_directory
+from icml25_core.hub import atomic_directory, recover_directory
 
 from .data import check_snapshots
 from .geometry import geoopt
@@ -344,6 +344,7 @@ class TemporalLinkPredictor(BaseEstimator):
     def from_pretrained(cls, path: str | Path, *, device: str | None = None):
         """Load an estimator written by :meth:`save_pretrained` (no pickles)."""
         path = Path(path)
+        recover_directory(path)
         meta_file = path / ESTIMATOR_FILE
         if not meta_file.is_file():
             raise FileNotFoundError(f"{path} holds no {ESTIMATOR_FILE}; not a saved estimator")

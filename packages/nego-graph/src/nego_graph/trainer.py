@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from icml25_core import check_scalar, make_progress, select_device
-from icml25_core.hub import atomic_directory
+from icml25_core.hub import atomic_directory, recover_directory
 
 from ._compat import quiet_pyg_import
 from .models import MODEL_CLASSES
@@ -202,6 +202,7 @@ class Trainer:
             If ``trainer.json`` is corrupt or names an unknown model class.
         """
         path = Path(path)
+        recover_directory(path)
         meta_path = path / TRAINER_NAME
         if not meta_path.is_file():
             raise FileNotFoundError(f"path {str(path)!r} has no {TRAINER_NAME}: not a checkpoint")

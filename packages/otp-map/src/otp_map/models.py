@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from icml25_core import check_choice, check_memory, check_scalar, make_progress, select_device
-from icml25_core.hub import CONFIG_NAME, atomic_directory
+from icml25_core.hub import CONFIG_NAME, atomic_directory, recover_directory
 
 from . import checkpoint
 from .costs import Cost, QuadraticCost, check_cost
@@ -265,6 +265,8 @@ class NeuralOT:
         src, src_shape = make_sampler(source, "source", dev, gen)
         tgt, tgt_shape = make_sampler(target, "target", dev, gen)
         ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        if ckpt is not None:
+            recover_directory(ckpt)  # a save killed between its renames
         if resume and ckpt is not None and checkpoint.has_training_state(ckpt):
             self._load_checkpoint(ckpt, dev)
         elif not (resume and self.is_fitted):

@@ -30,7 +30,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from icml25_core import check_choice, check_scalar
-from icml25_core.hub import atomic_directory
+from icml25_core.hub import atomic_directory, recover_directory
 
 from .adapters import SSF, DynamicAdapter, HybridAttentionAdapter
 from .backbone import PointTransformer
@@ -325,6 +325,7 @@ class PointAdapterModel(nn.Module):
     ) -> PointAdapterModel:
         """Rebuild a model saved by :meth:`save_adapter` around the same backbones."""
         folder = Path(path)
+        recover_directory(folder)
         cfg_file, weights = folder / _CONFIG_FILE, folder / _ADAPTER_FILE
         try:
             config = AdapterConfig(**json.loads(cfg_file.read_text()))
