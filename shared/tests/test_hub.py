@@ -78,6 +78,42 @@ def test_atomic_directory_leaves_nothing_on_failure(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_overwrite_replaces_only_a_previous_save(tmp_path):
+    """A user's own file in the folder stops the replacement and survives it."""
+    mine = tmp_path / "my_results"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    with pytest.raises(FileExistsError, match=r"not empty; pass overwrite=True"):
+        Net().save_pretrained(mine)
+    with pytest.raises(FileExistsError, match=r"did not write \(thesis\.tex\)"):
+        Net().save_pretrained(mine, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my_results"]
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"]
+    with pytest.raises(FileExistsError, match=r"thesis\.tex"):
+        atomic_directory(mine, overwrite=True, contents=("*.json",)).__enter__()
+    old_style = tmp_path / "old-style"
+    old_style.mkdir()
+    (old_style / "x").write_text("x")
+    with pytest.warns(DeprecationWarning, match="contents="):
+        atomic_directory(old_style, overwrite=True).__enter__()
+
+
+def test_edited_config_or_weights_name_the_file_and_tensor(tmp_path):
+    from safetensors.torch import save_file
+
+    Net(Sizes(width=3)).save_pretrained(tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text('{"width": 5}')
+    with pytest.raises(
+        ValueError,
+        match=r"model\.safetensors holds tensors of the wrong shape"
+        r".*lin\.weight \(2, 3\) \(the model has \(2, 5\)\)",
+    ):
+        Net.from_pretrained(tmp_path / "m")
+    save_file({"lin.weight": torch.zeros(2, 5)}, str(tmp_path / "m" / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"model\.safetensors does not hold .* missing lin\.bias"):
+        Net.from_pretrained(tmp_path / "m")
+
+
 def test_non_finite_weights_are_refused_naming_file_and_tensor(tmp_path):
     net = Net()
     with torch.no_grad():
@@ -102,14 +138,14 @@ def test_the_kit_checks_persistence(tmp_path):
 
 
 def _folder(path, text):
-    with atomic_directory(path, overwrite=True) as tmp:
+    with atomic_directory(path, overwrite=True, contents=("*.txt",)) as tmp:
         (tmp / "a.txt").write_text(text)
         (tmp / "b.txt").write_text(text)
 
 
 _SAVE = """
 from icml25_core.hub import atomic_directory
-with atomic_directory({target!r}, overwrite=True) as tmp:
+with atomic_directory({target!r}, overwrite=True, contents=("*.txt",)) as tmp:
     (tmp / "a.txt").write_text("new")
     (tmp / "b.txt").write_text("new")
 """

@@ -118,6 +118,66 @@ def test_save_and_load_weights(experts, tmp_path):
         load_weights(other, tmp_path / "missing")
 
 
+def test_checkpoint_dir_never_deletes_a_users_files(experts, tmp_path):
+    """The data-loss case: a folder holding the user's thesis is refused before training,
+    with and without overwrite=True, and the thesis survives; another run's checkpoint
+    is replaced only with overwrite=True."""
+    a, b = experts()
+    x, y = torch.rand(8, 1, 8, 8), torch.arange(8) % 2
+    mine = tmp_path / "my_results"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    pair = Socialized(a, b, 2, (1, 8, 8))
+    before = {k: v.clone() for k, v in pair.state_dict().items()}
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="my_results"):
+            train(pair, x, y, epochs=1, checkpoint_dir=mine, overwrite=overwrite)
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"]
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    assert all(torch.equal(v, before[k]) for k, v in pair.state_dict().items())  # not trained
+    train(pair, x, y, epochs=1, checkpoint_dir=tmp_path / "run")
+    with pytest.raises(FileExistsError, match="overwrite=True"):  # another run's weights
+        train(pair, x, y, epochs=1, checkpoint_dir=tmp_path / "run")
+    train(pair, x, y, epochs=2, checkpoint_dir=tmp_path / "run", overwrite=True)
+    assert (tmp_path / "run" / "meta.json").read_text() == '{"epoch": 2}'
+
+
+def test_float64_or_numpy_images_train_a_float32_model(tmp_path):
+    from disc_coevo import TinyResNet
+
+    torch.manual_seed(0)
+    model = TinyResNet(2, widths=(4, 8, 8))
+    x = torch.rand(8, 1, 8, 8, dtype=torch.float64)
+    history = train(model, x.numpy(), (torch.arange(8) % 2).numpy(), epochs=1)
+    assert len(history) == 1 and history[0] > 0
+    assert 0.0 <= accuracy(model, x, torch.arange(8) % 2) <= 1.0
+
+
+def test_load_weights_checks_shapes_and_finiteness(experts, tmp_path):
+    from safetensors.torch import save_file
+
+    a, b = experts()
+    pair = Socialized(a, b, 3, (1, 8, 8))
+    save_weights(pair, tmp_path / "ck")
+    other = Socialized(*experts(seed=1), 2, (1, 8, 8))  # another class count
+    with pytest.raises(
+        ValueError,
+        match=r"ck/model\.safetensors holds tensors of the wrong "
+        r"shape.*head\.bias \(3,\) \(the model has \(2,\)\)",
+    ):
+        load_weights(other, tmp_path / "ck")
+    state = {k: v.clone() for k, v in pair.state_dict().items()}
+    state["head.bias"][0] = float("nan")
+    save_file(state, str(tmp_path / "ck" / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"holds NaN or infinite weights in head\.bias"):
+        load_weights(pair, tmp_path / "ck")
+    (tmp_path / "ck" / "meta.json").write_text("[1]")
+    save_weights(pair, tmp_path / "ck2")
+    (tmp_path / "ck2" / "meta.json").write_text("{oops")
+    with pytest.raises(ValueError, match=r"ck2/meta\.json is not valid JSON"):
+        load_weights(pair, tmp_path / "ck2")
+
+
 def test_training_writes_checkpoints(experts, tmp_path):
     a, b = experts()
     x = torch.rand(8, 1, 8, 8, dtype=torch.float64)
@@ -151,12 +211,18 @@ def test_bad_input_is_refused(experts, images):
     with pytest.raises(ValueError, match="fusion must be one of"):
         Socialized(a, b, 3, (1, 8, 8), fusion="sum")
     pair = Socialized(a, b, 3, (1, 8, 8))
-    with pytest.raises(ValueError, match=r"X must be float images \(N, C, H, W\)"):
+    with pytest.raises(ValueError, match=r"X must be 4-dimensional"):
         train(pair, x[:, 0], y)
     with pytest.raises(ValueError, match="X must be finite"):
         train(pair, torch.full_like(x, float("nan")), y)
-    with pytest.raises(ValueError, match="matching X's 10 rows"):
+    with pytest.raises(ValueError, match=r"y must hold one label per sample \(10\), got 5"):
         train(pair, x, y[:5])
+    with pytest.raises(ValueError, match="y must hold labels below the model's 3 classes, got 7"):
+        train(pair, x, torch.full_like(y, 7))
+    with pytest.raises(ValueError, match="y must hold whole-number class labels"):
+        train(pair, x, y + 0.5)
+    with pytest.raises(ValueError, match="y must hold labels >= 0"):
+        accuracy(pair, x, -y - 1)
     with pytest.raises(ValueError, match="optimizer must be one of"):
         train(pair, x, y, optimizer="lbfgs")
     with pytest.raises(ValueError, match="at least 2 images"):

@@ -78,6 +78,23 @@ def test_partitioner_errors():
         iid_partition(np.zeros((3, 2)), 2)
     with pytest.raises(ValueError, match="empty"):
         make_clients(np.zeros((4, 2)), np.zeros(4, dtype=int), [np.arange(4), np.array([], int)])
+    X, y = np.zeros((4, 2)), np.zeros(4, dtype=int)
+    with pytest.raises(ValueError, match=r"parts\[0\] must hold indices in \[0, 4\), got -1\.\.1"):
+        make_clients(X, y, [np.array([-1, 1])])
+    with pytest.raises(
+        ValueError, match=r"parts\[1\] must be a 1-D array of integer sample indices"
+    ):
+        make_clients(X, y, [np.arange(2), np.array([0.5, 1.0])])
+    with pytest.raises(ValueError, match="labels must not hold NaN"):
+        dirichlet_partition(np.array([0.0, 1.0, np.nan, 1.0]), 2, 1.0)
+
+
+def test_settings_refuse_impossible_values():
+    from fedavg_wide import Settings
+
+    for field, value in {"depth": 0, "classes_per_client": 0, "alpha": -1.0, "seed": -1}.items():
+        with pytest.raises(ValueError, match=field):
+            Settings(**{field: value})
 
 
 def test_bundled_data_shapes_and_targets():

@@ -149,11 +149,53 @@ def test_bad_input_names_the_argument():
         FedAvg(model, [clients[0], empty], lr=0.1, local_steps=1, rounds=1)
     with pytest.raises(TypeError, match="single"):
         FedAvg(model, clients[0], lr=0.1, local_steps=1, rounds=1)
-    with pytest.raises(ValueError, match="integer labels"):
+    with pytest.raises(ValueError, match=r"clients\[0\]: y must be one-dimensional"):
         FedAvg(model, clients, lr=0.1, local_steps=1, rounds=1, loss="cross_entropy")
     nan = (clients[0][0].clone(), clients[0][1].clone())
     nan[0][0, 0] = math.nan
     with pytest.raises(ValueError, match="finite"):
         FedAvg(model, [nan], lr=0.1, local_steps=1, rounds=1)
-    with pytest.raises(FloatingPointError, match=r"lr=1000000\.0"):
+    with pytest.raises(FloatingPointError, match=r"lr=1e\+06; lower lr"):
         FedAvg(model, clients, lr=1e6, local_steps=5, rounds=5)
+
+
+def test_targets_of_the_wrong_shape_are_refused_not_broadcast():
+    clients = _clients()
+    model = MLP(3, 1, 8, seed=0).double()
+    wide = [(x, y.repeat(1, 3)) for x, y in clients]  # (n, 3) targets for a 1-output model
+    with pytest.raises(
+        ValueError, match=r"clients\[0\]: y must have shape \(5, 1\) .* got \(5, 3\)"
+    ):
+        FedAvg(model, wide, lr=0.1, local_steps=1, rounds=1)
+    flat = [(x, y[:, 0]) for x, y in clients]  # (n,) targets are a column, as before
+    assert len(FedAvg(model, flat, lr=0.1, local_steps=1, rounds=1).train_loss) == 2
+
+
+def test_class_labels_are_checked_against_the_outputs():
+    clients = [(x, (torch.arange(len(x)) % 3)) for x, _ in _clients()]
+    model = MLP(3, 3, 8, seed=0).double()
+    FedAvg(model, clients, lr=0.1, local_steps=1, rounds=1, loss="cross_entropy")
+    bad = [(x, y + 1) for x, y in clients]  # label 3 for a 3-output model
+    with pytest.raises(ValueError, match=r"y must hold labels below n_classes=3, got 3"):
+        FedAvg(model, bad, lr=0.1, local_steps=1, rounds=1, loss="cross_entropy")
+    with pytest.raises(ValueError, match=r"test: y must hold labels >= 0"):
+        FedAvg(
+            model,
+            clients,
+            lr=0.1,
+            local_steps=1,
+            rounds=1,
+            loss="cross_entropy",
+            test=(clients[0][0], -clients[0][1] - 1),
+        )
+
+
+def test_a_linearized_model_running_away_stops_naming_lr():
+    """A linearized network at too large a step grows without bound while staying finite
+    (outputs ~1e13 in the report); the run stops once the loss is 1e6 times its start."""
+    from fedavg_wide import linearize
+
+    clients = _clients()
+    model = linearize(MLP(3, 1, 64, seed=0).double())
+    with pytest.raises(FloatingPointError, match=r"global training loss became .*beyond .*lr=50"):
+        FedAvg(model, clients, lr=50.0, local_steps=1, rounds=200)

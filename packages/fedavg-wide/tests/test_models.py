@@ -103,3 +103,13 @@ def test_cnn_shapes_and_bad_input():
         model(torch.zeros(3, 8, 8))
     with pytest.raises(ValueError, match="same features"):
         analytic_ntk(torch.zeros(2, 3), torch.zeros(2, 4))
+
+
+def test_analytic_ntk_at_zero_input_without_bias_is_finite_and_matches_torch():
+    """x = 0 with sigma_b = 0 makes every pre-activation 0: the kernel is 0 (relu'(0) = 0,
+    torch's convention), not NaN, and equals the empirical NTK of a wide network."""
+    x = torch.zeros(2, 3, dtype=torch.float64)
+    k = analytic_ntk(x, sigma_b=0.0)
+    assert torch.isfinite(k).all()
+    model = MLP(3, 1, 64, depth=2, sigma_b=0.0, seed=0).double()
+    torch.testing.assert_close(empirical_ntk(model, x, output="trace"), k)

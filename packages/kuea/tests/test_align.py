@@ -151,6 +151,62 @@ def test_checkpoint_dir_not_overwritten_and_corrupt_files_named(tmp_path):
         align(tiny_clip(seed=0), TEACHER, WORLD.images, resume=True, **kw)
 
 
+def test_damaged_or_foreign_checkpoints_are_named(tmp_path):
+    """Resume refuses a state.json without settings, an extra file without the RNG, another
+    model's tower and NaN weights, naming the file; nothing raw from torch."""
+    from safetensors.torch import load_file, save_file
+
+    kw = {"steps": 2, "batch_size": 16, "progress": False, "checkpoint_dir": tmp_path}
+    align(tiny_clip(seed=0), TEACHER, WORLD.images, **kw)
+    last = latest_checkpoint(tmp_path)
+    pristine = tmp_path.parent / "pristine"
+    shutil.copytree(tmp_path, pristine)
+
+    def damaged(change):
+        shutil.rmtree(tmp_path)
+        shutil.copytree(pristine, tmp_path)
+        change()
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, resume=True, **kw)
+
+    with pytest.raises(ValueError, match=r"state\.json' is corrupt: .*'settings'"):
+        damaged(lambda: (last / "state.json").write_text('{"step": 2, "history": []}'))
+
+    def drop_rng():
+        extra = load_file(str(last / "extra.safetensors"))
+        del extra["rng"]
+        save_file(extra, str(last / "extra.safetensors"))
+
+    with pytest.raises(ValueError, match=r"extra\.safetensors' lacks the RNG state"):
+        damaged(drop_rng)
+
+    def foreign_tower():
+        other = {
+            k: v.contiguous()
+            for k, v in image_tower(tiny_clip(seed=0, hidden=16)).trainable.state_dict().items()
+        }
+        save_file(other, str(last / "tower.safetensors"))
+
+    with pytest.raises(ValueError, match=r"tower\.safetensors holds tensors of the wrong shape"):
+        damaged(foreign_tower)
+
+    def nan_tower():
+        tower = load_file(str(last / "tower.safetensors"))
+        next(v for v in tower.values() if v.is_floating_point()).view(-1)[0] = float("nan")
+        save_file(tower, str(last / "tower.safetensors"))
+
+    with pytest.raises(ValueError, match=r"tower\.safetensors holds NaN or infinite weights"):
+        damaged(nan_tower)
+
+
+def test_numpy_images_align_and_integer_images_are_refused():
+    result = align(
+        tiny_clip(seed=0), TEACHER, WORLD.images.numpy(), steps=1, batch_size=16, progress=False
+    )
+    assert len(result.history["loss"]) == 1
+    with pytest.raises(TypeError, match="images must be float pixel values"):
+        align(tiny_clip(seed=0), TEACHER, WORLD.images.to(torch.uint8), steps=1, progress=False)
+
+
 def test_objectives():
     for objective in ("feature_l2", "none"):
         model = tiny_clip(seed=0)

@@ -60,3 +60,23 @@ def test_zero_shot_equals_manual_argmax():
     torch.testing.assert_close(image_embeddings(model, x, batch_size=3, normalize=True), img)
     with pytest.raises(ValueError, match="one prompt per class"):
         zero_shot_accuracy(model, x, torch.full((10,), 5), prompts)
+
+
+def test_bad_labels_and_images_are_refused_clearly():
+    model = tiny_clip(seed=2)
+    prompts = WordTokenizer()(["a circle", "a square", "a triangle"])
+    x = torch.randn(4, 3, 32, 32)
+    with pytest.raises(ValueError, match=r"labels must hold whole-number class labels, got 0\.5"):
+        zero_shot_accuracy(model, x, np.array([0.5, 1.0, 2.0, 0.0]), prompts)
+    with pytest.raises(ValueError, match="labels must hold labels >= 0"):
+        zero_shot_accuracy(model, x, [0, -1, 2, 0], prompts)
+    with pytest.raises(
+        TypeError, match=r"images must be float pixel values .* got dtype torch\.uint8"
+    ):
+        image_embeddings(model, torch.zeros(4, 3, 32, 32, dtype=torch.uint8))
+    with pytest.raises(TypeError, match=r"images must be float pixel values .* got dtype uint8"):
+        image_embeddings(model, np.zeros((4, 3, 32, 32), dtype=np.uint8))
+    # float64 NumPy pixel values embed as the float32 tensor does
+    torch.testing.assert_close(
+        image_embeddings(model, x.double().numpy()), image_embeddings(model, x)
+    )

@@ -31,6 +31,10 @@ def test_penalty_shapes_and_values(tiny_vae):
     torch.testing.assert_close(shifted(x), LESPenalty(vae.decoder)(x + 1.0))
     with pytest.raises(ValueError, match=r"X must have shape"):
         LESPenalty(vae.decoder)(torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(
+        ValueError, match=r"X must have shape \(batch, q, d\) or \(q, d\), got \(2, 4, 2, 3\)"
+    ):
+        LESPenalty(vae.decoder)(torch.zeros(2, 4, 2, 3, dtype=torch.float64))
 
 
 def test_penalized_acquisition_subtracts_the_penalty(tiny_vae, gp):

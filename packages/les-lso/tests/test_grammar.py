@@ -121,6 +121,12 @@ def test_encode_decode_round_trip_and_errors():
         grammar.encode(["x-1"])
     with pytest.raises(ValueError, match="empty"):
         grammar.encode([])
+    with pytest.raises(
+        TypeError, match=r"expressions must be a list of strings, got the single string 'x\+1'"
+    ):
+        grammar.encode("x+1")
+    with pytest.raises(TypeError, match="expressions must hold strings, got int"):
+        grammar.encode(["x", 1])
     with pytest.raises(ValueError, match=r"shape \(N, L\)"):
         grammar.decode(np.zeros(3, dtype=int))
     with pytest.raises(ValueError, match="must lie in"):

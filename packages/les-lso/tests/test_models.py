@@ -139,3 +139,20 @@ def test_training_lowers_the_loss(tiny_vae):
     bad[-1, -1] = 5  # out of range in the last row only
     with pytest.raises(ValueError, match="vocab_size=5"):
         train_vae(vae, bad, epochs=1)
+    for n in (0, 1):  # one row "trained" to loss 0.0, zero rows divided by zero
+        with pytest.raises(ValueError, match=f"tokens must hold at least 2 sequences .* got {n}"):
+            train_vae(vae, tokens[:n], epochs=1)
+
+
+def test_an_edited_config_names_the_weights_file_and_tensor(tiny_vae, tmp_path):
+    import json
+
+    vae = tiny_vae("gru", dtype=torch.float32)
+    vae.save_pretrained(tmp_path / "vae")
+    config = json.loads((tmp_path / "vae" / "config.json").read_text())
+    config["hidden_size"] = 12
+    (tmp_path / "vae" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ValueError, match=r"model\.safetensors holds tensors of the wrong shape .*\(the model has"
+    ):
+        type(vae).from_pretrained(tmp_path / "vae")

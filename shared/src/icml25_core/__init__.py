@@ -1,7 +1,8 @@
 """icml25-core: the shared core of the icml25 method packages.
 
 Method metadata and discovery, the experiment and benchmark harnesses, reports, the
-build-once cache, device choice, input validation and the ``icml25`` command line. The
+build-once cache, device choice, input validation, the guards of
+training loops and weight loading and the ``icml25`` command line. The
 conformance kit every package's tests call lives in :mod:`icml25_core.testing`.
 """
 
@@ -13,6 +14,15 @@ from .device import select_device
 from .environment import environment
 from .experiment import PROFILE_NAMES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
 from .files import write_json_atomic
+from .guards import (
+    as_float_tensor,
+    check_labels,
+    check_loss,
+    check_module_finite,
+    check_state_dict,
+    check_targets,
+    load_state_dict_file,
+)
 from .method import ENTRY_POINT_GROUP, Method, discover_methods, get_method, load_object
 from .progress import make_progress, track
 from .report import (
@@ -48,13 +58,19 @@ __all__ = [
     "Verdict",
     "__version__",
     "as_float_array",
+    "as_float_tensor",
     "available_memory",
     "build_once",
     "cache_dir",
     "check_array",
     "check_choice",
+    "check_labels",
+    "check_loss",
     "check_memory",
+    "check_module_finite",
     "check_scalar",
+    "check_state_dict",
+    "check_targets",
     "compare",
     "discover_methods",
     "environment",
@@ -63,6 +79,7 @@ __all__ = [
     "grouped_bars",
     "line_panels",
     "load_object",
+    "load_state_dict_file",
     "loglog_slope",
     "make_progress",
     "make_report",

@@ -10,7 +10,8 @@ and changes what a careful user expects to be different:
   which is renamed into place at the end, so an interrupted save leaves no half-written
   model (and a kill between the two renames of a replacement is repaired by the next load
   or save, :func:`recover_directory`); an existing non-empty folder is replaced only with
-  ``overwrite=True``;
+  ``overwrite=True``, and then only when it holds nothing but a previous save (the files
+  :attr:`PretrainedModelMixin.saved_files` names): a user's own files are never deleted;
 - a local folder must hold ``config.json`` and ``model.safetensors``; a missing or corrupt
   file is an error that names it (the hub mixin only logs a warning);
 - weights load strictly (every tensor present, none unexpected) and never from a pickle;
@@ -23,21 +24,27 @@ Needs the ``torch`` extra of icml25-core (torch, huggingface_hub, safetensors).
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import os
 import shutil
 import tempfile
 import typing
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from huggingface_hub import PyTorchModelHubMixin, constants
+
+from .guards import load_state_dict_file
 
 __all__ = [
     "CONFIG_NAME",
     "WEIGHTS_NAME",
     "PretrainedModelMixin",
     "atomic_directory",
+    "check_replaceable",
     "recover_directory",
 ]
 
@@ -52,7 +59,21 @@ class atomic_directory:
 
     On success the temporary folder replaces ``path``; on an exception it is removed and
     ``path`` is left as it was. An existing non-empty ``path`` is an error unless
-    ``overwrite=True``.
+    ``overwrite=True``, and even then it is replaced only when it holds a previous save of
+    the same kind: every entry in it matches one of ``contents`` (shell patterns of what
+    this kind of save writes, e.g. ``("config.json", "*.safetensors")``). Anything else in
+    the folder (a user's ``thesis.tex``) makes it an error naming the foreign entries, so
+    nothing the package did not write is ever deleted.
+
+    Parameters
+    ----------
+    path : path
+        The folder to write.
+    overwrite : bool
+        Replace an existing non-empty folder that holds a previous save.
+    contents : sequence of str, optional
+        What a save of this kind holds. Without it, ``overwrite=True`` replaces any folder
+        (the behaviour before core 0.2.5; deprecated, with a ``DeprecationWarning``).
 
     Replacing an existing folder takes two renames (``path`` aside to
     ``.<name>.old-<pid>``, the new folder into place); a process killed between them
@@ -60,20 +81,21 @@ class atomic_directory:
     :func:`recover_directory` (called on entering, and by every loader) renames back.
     """
 
-    def __init__(self, path: str | Path, *, overwrite: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        overwrite: bool = False,
+        contents: Sequence[str] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.overwrite = overwrite
+        self.contents = None if contents is None else tuple(contents)
         self.tmp: Path | None = None
 
     def __enter__(self) -> Path:
         recover_directory(self.path)
-        if self.path.exists() and not self.path.is_dir():
-            raise FileExistsError(f"save_directory {str(self.path)!r} exists and is not a folder")
-        if self.path.is_dir() and any(self.path.iterdir()) and not self.overwrite:
-            raise FileExistsError(
-                f"save_directory {str(self.path)!r} exists and is not empty; pass "
-                "overwrite=True to replace it"
-            )
+        check_replaceable(self.path, overwrite=self.overwrite, contents=self.contents)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         prefix = f".{self.path.name}.saving-{os.getpid()}-"
         self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.path.parent))
@@ -85,6 +107,12 @@ class atomic_directory:
             shutil.rmtree(self.tmp, ignore_errors=True)
             return
         old = None
+        if self.path.exists() and self.contents is not None:
+            try:  # again: a file may have appeared while the save was being written
+                check_replaceable(self.path, overwrite=self.overwrite, contents=self.contents)
+            except FileExistsError:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                raise
         if self.path.exists():
             old = self.path.with_name(f".{self.path.name}.old-{os.getpid()}")
             if old.exists():  # left by an earlier process of the same id
@@ -93,6 +121,51 @@ class atomic_directory:
         os.replace(self.tmp, self.path)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def check_replaceable(
+    path: str | Path, *, overwrite: bool = False, contents: Sequence[str] | None = None
+) -> None:
+    """Refuse, before any work starts, a save into ``path`` that :class:`atomic_directory`
+    would refuse: ``path`` exists and is not a folder; it is a non-empty folder and
+    ``overwrite`` is false; or, with ``overwrite``, it holds an entry none of ``contents``
+    (shell patterns of what this kind of save writes) matches.
+
+    Raises
+    ------
+    FileExistsError
+        Naming ``path`` and, for foreign entries, the first of them.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"save_directory {str(path)!r} exists and is not a folder")
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    if not overwrite:
+        raise FileExistsError(
+            f"save_directory {str(path)!r} exists and is not empty; pass overwrite=True to "
+            "replace it"
+        )
+    if contents is None:
+        warnings.warn(
+            "atomic_directory(overwrite=True) without contents= replaces any folder; name "
+            "what a save holds so that a user's own files are never deleted",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return
+    foreign = sorted(
+        e.name
+        for e in path.iterdir()
+        if not any(fnmatch.fnmatchcase(e.name, pattern) for pattern in contents)
+    )
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise FileExistsError(
+            f"save_directory {str(path)!r} holds files this save did not write ({shown}); "
+            "overwrite=True replaces only a folder that holds a previous save: choose "
+            "another folder"
+        )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -170,6 +243,10 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
     stores. See the module docstring for what differs from huggingface_hub's mixin.
     """
 
+    saved_files: tuple[str, ...] = (CONFIG_NAME, WEIGHTS_NAME, "README.md")
+    """What a save holds (shell patterns): ``save_pretrained(overwrite=True)`` replaces only
+    a folder holding nothing else. A subclass that writes more files extends it."""
+
     def __init_subclass__(cls, *args: Any, **kwargs: Any) -> None:
         super().__init_subclass__(*args, **kwargs)
         # resolve string annotations (``from __future__ import annotations``), so that a
@@ -198,7 +275,8 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
         save_directory : path
             The folder; created, or replaced when ``overwrite=True``.
         overwrite : bool
-            Replace an existing non-empty folder (default: refuse).
+            Replace an existing folder that holds a previous save (default: refuse); a
+            folder holding other files (not in :attr:`saved_files`) is never replaced.
         model_card : bool
             Also write huggingface_hub's generated ``README.md`` model card.
         **kwargs
@@ -211,7 +289,7 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
             The folder; with ``push_to_hub=True``, the hub mixin's commit URL.
         """
         target = Path(save_directory)
-        with atomic_directory(target, overwrite=overwrite) as tmp:
+        with atomic_directory(target, overwrite=overwrite, contents=self.saved_files) as tmp:
             if not model_card:
                 (tmp / "README.md").write_text("")  # the hub mixin writes none over a file
             result = super().save_pretrained(tmp, **kwargs)
@@ -278,7 +356,6 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
     ):
         """Build the model from the config and load ``model.safetensors`` (never a pickle)."""
         from huggingface_hub import hf_hub_download
-        from safetensors import SafetensorError
 
         hub_args = {
             k: kwargs.pop(k)
@@ -298,16 +375,5 @@ class PretrainedModelMixin(PyTorchModelHubMixin):
             model_file = os.path.join(model_id, WEIGHTS_NAME)
         else:
             model_file = hf_hub_download(repo_id=model_id, filename=WEIGHTS_NAME, **hub_args)
-        try:
-            model = cls._load_as_safetensor(model, model_file, map_location, strict)
-        except SafetensorError as err:
-            raise ValueError(f"{model_file} is not a readable safetensors file: {err}") from None
-        bad = [
-            name
-            for name, tensor in model.state_dict().items()
-            if tensor.is_floating_point() and not bool(tensor.isfinite().all())
-        ]
-        if bad:
-            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-            raise ValueError(f"{model_file} holds NaN or infinite weights in {shown}")
+        load_state_dict_file(model, model_file, strict=strict)
         return model.to(map_location)

@@ -199,7 +199,11 @@ class PackageConformance:
     quick_start_timeout : float
         Seconds the README quick start may take.
 
-    Override :meth:`pretrained_models` to have the kit check the package's persistence.
+    Override :meth:`pretrained_models` to have the kit check the package's persistence,
+    :meth:`divergent_training` to have it check that training at an absurd learning rate
+    stops with a ``FloatingPointError`` naming the rate's argument, and
+    :meth:`label_consumers` to have it feed bad class labels to every entry point that
+    takes them.
     """
 
     distribution: str = ""
@@ -209,6 +213,21 @@ class PackageConformance:
         """Tiny instances of every model class the package saves with
         :class:`~icml25_core.hub.PretrainedModelMixin` (default: none)."""
         return []
+
+    def divergent_training(self) -> dict:
+        """``{name: (train, lr_name)}``: each ``train()`` runs one of the package's training
+        entry points on its smoke data at an absurd learning rate (its argument
+        ``lr_name``), and must raise :class:`FloatingPointError` naming ``lr_name``
+        (through :func:`icml25_core.guards.check_loss`). Default: none."""
+        return {}
+
+    def label_consumers(self) -> dict:
+        """``{name: (call, argument, labels, n_classes)}``: ``call(y)`` passes ``y`` as the
+        class labels ``argument`` to one of the package's entry points, and ``labels``
+        (a valid 1-D integer array for ``n_classes`` classes) shows their shape. The kit
+        calls it with labels ``>= n_classes``, negative, fractional and NaN labels and
+        expects a ``ValueError`` naming ``argument``. Default: none."""
+        return {}
 
     # -- helpers ---------------------------------------------------------------------
     def method(self) -> Method:
@@ -322,6 +341,12 @@ class PackageConformance:
             with pytest.raises(FileExistsError, match="overwrite=True"):
                 model.save_pretrained(folder)
             model.save_pretrained(folder, overwrite=True)
+            mine = tmp_path / f"{i}-users-folder"  # a user's own file is never deleted
+            shutil.copytree(folder, mine)
+            (mine / "thesis.tex").write_text("years of work")
+            with pytest.raises(FileExistsError, match=r"thesis\.tex"):
+                model.save_pretrained(mine, overwrite=True)
+            assert (mine / "thesis.tex").read_text() == "years of work"
             if i == 0 and hasattr(signal, "SIGKILL"):  # a replacement killed mid-way
                 script = (
                     f"from {cls.__module__} import {cls.__qualname__} as cls\n"
@@ -340,6 +365,42 @@ class PackageConformance:
                 with pytest.raises(ValueError, match=re.escape(str(copy / files[blamed]))):
                     cls.from_pretrained(copy)
 
+    def test_training_diverges_clearly(self) -> None:
+        """Each of :meth:`divergent_training` raises ``FloatingPointError`` naming its
+        learning-rate argument, never returns NaN weights or losses silently."""
+        import pytest
+
+        entries = self.divergent_training()
+        if not entries:
+            pytest.skip(f"{self.distribution} declares no training entry point")
+        for name, (train, lr_name) in entries.items():
+            failure = f"{name}: training at an absurd {lr_name} did not stop"
+            with pytest.raises(FloatingPointError, match=rf"\b{re.escape(lr_name)}\b"):
+                _must_raise(failure, train)
+
+    def test_bad_labels_are_refused(self) -> None:
+        """Each of :meth:`label_consumers` refuses labels out of range, negative,
+        fractional or NaN with a ``ValueError`` naming the argument."""
+        import numpy as np
+        import pytest
+
+        entries = self.label_consumers()
+        if not entries:
+            pytest.skip(f"{self.distribution} declares no entry point taking class labels")
+        for name, (call, argument, labels, n_classes) in entries.items():
+            good = np.asarray(labels)
+            bad = {
+                "too large": n_classes,
+                "negative": -1,
+                "fractional": 0.5,
+                "nan": float("nan"),
+            }
+            for what, value in bad.items():
+                y = good.astype(np.float64 if isinstance(value, float) else np.int64)
+                y[0] = value
+                with pytest.raises(ValueError, match=re.escape(argument)):
+                    _must_raise(f"{name}: {what} labels were accepted", call, y)
+
     def test_benchmarks_run_at_smoke_size(self, tmp_path: Path) -> None:
         """Every ``benchmarks/bench_*.py`` returns a report from ``run(smoke=True)``."""
         from .cli import _load_bench_module
@@ -356,6 +417,13 @@ class PackageConformance:
             assert isinstance(report, BenchReport), f"{path.name} did not return a BenchReport"
             assert report.comparisons, f"{path.name} compared nothing"
             report.write_json(tmp_path / f"{path.stem}.json")
+
+
+def _must_raise(failure: str, call, *args) -> None:
+    """Call ``call(*args)``; if it returns, fail with ``failure`` (an ``AssertionError``,
+    which no ``pytest.raises`` of the expected error type swallows)."""
+    call(*args)
+    raise AssertionError(failure)
 
 
 _KILL_PRELUDE = """
@@ -473,6 +541,8 @@ _CORRUPTIONS = {
     "empty-config": "config",
     "list-config": "config",
     "nan": "weights",
+    "wrong-shape": "weights",
+    "missing-tensor": "weights",
 }
 
 
@@ -489,9 +559,16 @@ def _corrupt(folder: Path, how: str, state: dict, save_file) -> None:
     elif how == "list-config":
         config.write_text("[]")
     else:
+        import torch
+
         state = {k: v.clone().contiguous() for k, v in state.items()}
         key = next(k for k, v in state.items() if v.is_floating_point() and v.numel())
-        state[key].view(-1)[0] = float("nan")
+        if how == "nan":
+            state[key].view(-1)[0] = float("nan")
+        elif how == "wrong-shape":
+            state[key] = torch.zeros(*state[key].shape, 2, dtype=state[key].dtype)
+        else:
+            del state[key]
         save_file(state, str(weights))
 
 

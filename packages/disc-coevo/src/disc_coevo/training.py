@@ -11,11 +11,19 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
-from icml25_core import check_array, check_choice, check_scalar, track
-from icml25_core.hub import atomic_directory, recover_directory
+from icml25_core import (
+    as_float_tensor,
+    check_choice,
+    check_labels,
+    check_loss,
+    check_scalar,
+    load_state_dict_file,
+    track,
+)
+from icml25_core.hub import atomic_directory, check_replaceable, recover_directory
 
 from .experts import StagedExpert
 from .socialized import Socialized
@@ -24,20 +32,26 @@ __all__ = ["OPTIMIZERS", "accuracy", "coevolve", "load_weights", "save_weights",
 
 OPTIMIZERS = ("adamw", "sgd")
 WEIGHTS = "model.safetensors"
+CHECKPOINT_FILES = (WEIGHTS, "meta.json")
 
 
-def _check_data(X, y) -> tuple[torch.Tensor, torch.Tensor]:
-    X, y = torch.as_tensor(X), torch.as_tensor(y)
-    if not X.dtype.is_floating_point or X.ndim != 4:
-        raise ValueError(f"X must be float images (N, C, H, W), got {tuple(X.shape)} {X.dtype}")
-    check_array(X, "X")
-    if y.dtype.is_floating_point or y.ndim != 1 or len(y) != len(X):
+def _check_data(X, y, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images as a float tensor of the model's dtype (any real array-like, converted
+    explicitly) and labels checked against the model's number of classes."""
+    dtype = next(model.parameters()).dtype
+    X = as_float_tensor(X, "X", dtype=dtype, device="cpu", ndim=4)
+    y = torch.as_tensor(check_labels(y, "y", n_samples=len(X)))
+    device = next(model.parameters()).device
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        n_classes = model(X[:2].to(device)).shape[1]
+    model.train(was)
+    if int(y.max()) >= n_classes:
         raise ValueError(
-            f"y must be integer labels (N,) matching X's {len(X)} rows, got {tuple(y.shape)} {y.dtype}"
+            f"y must hold labels below the model's {n_classes} classes, got {int(y.max())}"
         )
-    if len(y) and y.min() < 0:
-        raise ValueError("y must hold labels >= 0")
-    return X, y.long()
+    return X, y
 
 
 def train(
@@ -53,6 +67,7 @@ def train(
     seed: int = 0,
     progress: bool = False,
     checkpoint_dir: str | Path | None = None,
+    overwrite: bool = False,
 ) -> list[float]:
     """Train ``model`` (a :class:`Socialized` pair with its own losses, or any classifier
     with cross-entropy) on images ``X (N, C, H, W)`` and labels ``y (N,)``, on the model's
@@ -61,14 +76,25 @@ def train(
     ``optimizer``: ``"adamw"`` (with ``weight_decay``) or ``"sgd"`` (momentum 0.9), the
     release's two recipes, with a cosine learning-rate decay over all steps. With
     ``checkpoint_dir``, the weights and the epoch are written after every epoch (atomically:
-    the folder is replaced whole).
+    the folder is replaced whole). A non-empty ``checkpoint_dir`` is refused before training
+    starts, unless ``overwrite=True`` and it holds only an earlier checkpoint (``meta.json``
+    and ``model.safetensors``): nothing else in it is ever deleted.
+
+    Raises
+    ------
+    FloatingPointError
+        When the loss diverges (NaN, infinite); the message names ``lr``.
+    FileExistsError
+        When ``checkpoint_dir`` cannot be written without losing files (see above).
     """
     check_scalar(epochs, "epochs", integer=True, low=1)
     check_scalar(batch_size, "batch_size", integer=True, low=1)
     check_scalar(lr, "lr", low=0.0, low_inclusive=False)
     check_scalar(weight_decay, "weight_decay", low=0.0)
     check_choice(optimizer, "optimizer", OPTIMIZERS)
-    X, y = _check_data(X, y)
+    if checkpoint_dir is not None:
+        check_replaceable(checkpoint_dir, overwrite=overwrite, contents=CHECKPOINT_FILES)
+    X, y = _check_data(X, y, model)
     if len(X) < 2:
         raise ValueError("X must hold at least 2 images (BatchNorm needs a batch)")
     device = next(model.parameters()).device
@@ -95,6 +121,7 @@ def train(
                 loss, _ = model.loss(xb, yb)
             else:
                 loss = F.cross_entropy(model(xb), yb)
+            check_loss(loss, lr=lr, step=len(history))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -105,7 +132,7 @@ def train(
             count += len(idx)
         history.append(total / max(count, 1))
         if checkpoint_dir is not None:
-            save_weights(model, checkpoint_dir, overwrite=True, epoch=epoch + 1)
+            save_weights(model, checkpoint_dir, overwrite=overwrite or epoch > 0, epoch=epoch + 1)
     model.eval()
     return history
 
@@ -113,7 +140,7 @@ def train(
 @torch.no_grad()
 def accuracy(model: nn.Module, X, y, batch_size: int = 256) -> float:
     """Top-1 accuracy of ``model`` (eval mode) on ``X``, ``y``."""
-    X, y = _check_data(X, y)
+    X, y = _check_data(X, y, model)
     device = next(model.parameters()).device
     was = model.training
     model.eval()
@@ -153,7 +180,7 @@ def save_weights(model: nn.Module, path: str | Path, *, overwrite: bool = False,
     """Write ``model``'s state (safetensors) and ``meta`` (JSON) into the folder ``path``,
     atomically; an existing non-empty folder needs ``overwrite=True``."""
     state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    with atomic_directory(path, overwrite=overwrite) as tmp:
+    with atomic_directory(path, overwrite=overwrite, contents=CHECKPOINT_FILES) as tmp:
         save_file(state, str(tmp / WEIGHTS))
         (tmp / "meta.json").write_text(json.dumps(meta))
     return Path(path)
@@ -167,13 +194,14 @@ def load_weights(model: nn.Module, path: str | Path) -> dict:
     file = folder / WEIGHTS
     if not file.is_file():
         raise FileNotFoundError(f"no weights at {str(file)!r}")
-    try:
-        state = load_file(str(file))
-    except Exception as err:
-        raise ValueError(f"{str(file)!r} is not a readable safetensors file: {err}") from err
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as err:
-        raise ValueError(f"{str(file)!r} does not fit the model: {err}") from err
+    load_state_dict_file(model, file, map_location=next(model.parameters()).device)
     meta_file = folder / "meta.json"
-    return json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    if not meta_file.is_file():
+        return {}
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{meta_file} is not valid JSON: {err}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{meta_file} must hold a JSON object, got {type(meta).__name__}")
+    return meta

@@ -29,6 +29,8 @@ def _labels(labels) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(labels)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"labels must be a non-empty 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ValueError("labels must not hold NaN or infinite values (a NaN is not a class)")
     classes, codes = np.unique(arr, return_inverse=True)
     return classes, codes
 
@@ -136,9 +138,18 @@ def make_clients(X, y, parts, *, dtype: torch.dtype = torch.float32):
     )
     out = []
     for m, idx in enumerate(parts):
-        idx = np.asarray(idx, dtype=np.int64)
+        idx = np.asarray(idx)
         if idx.size == 0:
             raise ValueError(f"parts[{m}] is empty: every client needs at least one sample")
+        if idx.ndim != 1 or idx.dtype.kind not in "iu":
+            raise ValueError(
+                f"parts[{m}] must be a 1-D array of integer sample indices, got "
+                f"{idx.dtype} of shape {idx.shape}"
+            )
+        if idx.min() < 0 or idx.max() >= len(X):
+            raise ValueError(
+                f"parts[{m}] must hold indices in [0, {len(X)}), got {idx.min()}..{idx.max()}"
+            )
         out.append((X[idx], y[idx]))
     return out
 

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import check_choice, check_labels, check_loss, check_scalar, check_targets
 
 __all__ = ["FedAvg", "History", "centralized_gd", "evaluate", "local_update"]
 
@@ -117,12 +117,10 @@ def _check_data(name: str, X, y, loss: str, model: nn.Module) -> tuple[torch.Ten
     if not torch.isfinite(X).all():
         raise ValueError(f"{name}: X must be finite (no NaN or inf)")
     X = X.to(device=p.device, dtype=p.dtype)
+    with torch.no_grad():
+        outputs = model(X[:1]).shape[1]
     if loss == "cross_entropy":
-        if y.dtype.is_floating_point or y.ndim != 1:
-            raise ValueError(
-                f"{name}: cross_entropy needs integer labels of shape (n,), got {y.dtype} {tuple(y.shape)}"
-            )
-        y = y.to(p.device)
+        y = check_labels(y, f"{name}: y", n_classes=outputs, n_samples=len(X)).to(p.device)
     else:
         if not y.dtype.is_floating_point:
             raise ValueError(
@@ -131,8 +129,7 @@ def _check_data(name: str, X, y, loss: str, model: nn.Module) -> tuple[torch.Ten
         if not torch.isfinite(y).all():
             raise ValueError(f"{name}: y must be finite (no NaN or inf)")
         y = y.to(device=p.device, dtype=p.dtype)
-        if y.ndim == 1:
-            y = y[:, None]
+        y = check_targets(y, f"{name}: y", n_samples=len(X), n_outputs=outputs)
     return X, y
 
 
@@ -213,12 +210,7 @@ def local_update(
         idx = batches.next()
         xb, yb = (X, y) if idx is None else (X[idx], y[idx])
         objective = _loss_fn(loss, model(xb), yb)
-        value = float(objective.detach())
-        if not math.isfinite(value):
-            raise FloatingPointError(
-                f"the training loss became {value} (diverged): lr={lr} is too large for this "
-                "model and data; lower lr"
-            )
+        value = check_loss(objective, lr=lr)
         grads = torch.autograd.grad(objective, params)
         with torch.no_grad():
             for p, g in zip(params, grads, strict=True):
@@ -228,12 +220,21 @@ def local_update(
     return value
 
 
-def _record(history, r, model, clients, pooled, test, loss, callback, local=None, chosen=None):
+RUNAWAY = 1e6
+"""A global training loss this many times its round-0 value (or above it, when that is
+below 1) stops a run as diverged: a linearized model at too large a step size grows
+without bound while staying finite for many rounds."""
+
+
+def _record(
+    history, r, model, clients, pooled, test, loss, callback, local=None, chosen=None, *, lr
+):
     """Evaluate ``model`` after round ``r`` into ``history`` (``pooled``: all clients' data
-    concatenated once per run), then call ``callback``."""
+    concatenated once per run), then call ``callback``. Raises ``FloatingPointError``
+    naming ``lr`` when the loss is not finite or ran away (:data:`RUNAWAY`)."""
     tl, ta = evaluate(model, *pooled, loss)
-    if not math.isfinite(tl):
-        raise FloatingPointError(f"the global training loss became {tl} in round {r}: lower lr")
+    limit = RUNAWAY * max(history.train_loss[0], 1.0) if history.train_loss else None
+    check_loss(tl, lr=lr, step=r, limit=limit, what="global training loss")
     history.rounds.append(r)
     history.train_loss.append(tl)
     history.train_accuracy.append(ta)
@@ -327,7 +328,7 @@ def FedAvg(
     global_model = copy.deepcopy(model)
     worker = copy.deepcopy(model)
     history = History()
-    _record(history, 0, global_model, data, pooled, test, loss, callback)
+    _record(history, 0, global_model, data, pooled, test, loss, callback, lr=lr)
     # the global model is not touched during a round: each participant starts from it
     start = dict(global_model.named_parameters())
     names = [n for n, p in start.items() if p.requires_grad]
@@ -358,7 +359,9 @@ def FedAvg(
             for n in names:
                 start[n].copy_(total[n])
         if r % evaluate_every == 0 or r == rounds:
-            _record(history, r, global_model, data, pooled, test, loss, callback, local, chosen)
+            _record(
+                history, r, global_model, data, pooled, test, loss, callback, local, chosen, lr=lr
+            )
     history.model = global_model
     return history
 
@@ -389,7 +392,7 @@ def centralized_gd(
     pooled = X, y = _pooled(data)
     worker = copy.deepcopy(model)
     history = History()
-    _record(history, 0, worker, data, pooled, test, loss, callback)
+    _record(history, 0, worker, data, pooled, test, loss, callback, lr=lr)
     # one stream of mini-batches over the whole run (an epoch may span rounds)
     stream = _Batches(len(X), batch_size, batch_seed(seed, 0, len(data)), X.device)
     for r in range(1, rounds + 1):
@@ -398,6 +401,6 @@ def centralized_gd(
             xb, yb = (X, y) if idx is None else (X[idx], y[idx])
             local_update(worker, xb, yb, lr=lr, local_steps=1, weight_decay=weight_decay, loss=loss)
         if r % evaluate_every == 0 or r == rounds:
-            _record(history, r, worker, data, pooled, test, loss, callback)
+            _record(history, r, worker, data, pooled, test, loss, callback, lr=lr)
     history.model = worker
     return history

@@ -234,10 +234,13 @@ def _relu_expectations(k12, k11, k22):
     """E[relu(u) relu(v)] and E[relu'(u) relu'(v)] for (u, v) ~ N(0, [[k11, k12], [k12, k22]])
     (the arc-cosine kernels of degree 1 and 0, Cho & Saul 2009)."""
     norm = torch.sqrt(k11 * k22)
-    cos = (k12 / norm).clamp(-1.0, 1.0)
+    positive = norm > 0
+    # a zero variance (x = 0 with sigma_b = 0) is a pre-activation fixed at 0, where
+    # relu and (torch's) relu' are 0: both expectations are 0, not 0/0
+    cos = torch.where(positive, k12 / torch.where(positive, norm, 1.0), 0.0).clamp(-1.0, 1.0)
     theta = torch.arccos(cos)
     e_phi = norm * (torch.sin(theta) + (math.pi - theta) * cos) / (2 * math.pi)
-    e_dphi = (math.pi - theta) / (2 * math.pi)
+    e_dphi = torch.where(positive, (math.pi - theta) / (2 * math.pi), 0.0)
     return e_phi, e_dphi
 
 

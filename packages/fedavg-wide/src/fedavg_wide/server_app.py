@@ -11,7 +11,6 @@ evaluation messages are sent. ``flwr run`` reads ``fedavg_wide.server_app:app``;
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -21,7 +20,9 @@ from flwr.app import ArrayRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg as FlowerFedAvg
 
-from .fedavg import _check_data, evaluate
+from icml25_core import check_loss
+
+from .fedavg import RUNAWAY, _check_data, evaluate
 from .task import Settings, build_model, federated_data
 
 
@@ -69,11 +70,14 @@ def make_server_app(**overrides) -> ServerApp:
             model.load_state_dict(arrays.to_torch_state_dict())
             tl, ta = evaluate(model, *pooled, settings.loss)
             vl, va = evaluate(model, *test, settings.loss)
-            if not math.isfinite(tl):
-                raise FloatingPointError(
-                    f"the global training loss became {tl} in round {server_round}: "
-                    f"lr={settings.lr} is too large; lower lr"
-                )
+            first = history["train_loss"][0] if history["train_loss"] else None
+            check_loss(
+                tl,
+                lr=settings.lr,
+                step=server_round,
+                limit=None if first is None else RUNAWAY * max(first, 1.0),
+                what="global training loss",
+            )
             for key, value in zip(history, (server_round, tl, ta, vl, va), strict=True):
                 history[key].append(value)
             return MetricRecord({"train-loss": tl, "test-loss": vl})

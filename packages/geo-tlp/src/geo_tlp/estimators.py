@@ -326,7 +326,9 @@ class TemporalLinkPredictor(BaseEstimator):
         """
         self._check_fitted()
         target = Path(save_directory)
-        with atomic_directory(target, overwrite=overwrite) as tmp:
+        with atomic_directory(
+            target, overwrite=overwrite, contents=("net", ESTIMATOR_FILE, HISTORY_FILE)
+        ) as tmp:
             self.net_.save_pretrained(tmp / "net")
             meta = {
                 "class": type(self).__name__,

@@ -32,13 +32,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import check_choice, check_loss, check_module_finite, check_scalar
 from icml25_core.progress import make_progress
 
 from .fitting import KernelFit, _embed, fit_kernel_params, median_bandwidth
 from .kernels import KERNELS, StudentKernel, teacher_kernel
 from .losses import REDUCTIONS, alignment_loss, regularization_loss
-from .towers import as_teacher, image_tower, parameters_digest
+from .towers import as_images, as_teacher, image_tower, parameters_digest
 
 __all__ = ["OBJECTIVES", "AlignResult", "align"]
 
@@ -112,6 +112,7 @@ def _gather(data, idx: list[int]) -> Tensor:
 
 
 def _as_data(images) -> Tensor | torch.utils.data.Dataset:
+    images = as_images(images)
     if isinstance(images, Tensor):
         return images
     if hasattr(images, "__getitem__") and hasattr(images, "__len__"):
@@ -387,6 +388,7 @@ def align(
                 with torch.no_grad():
                     e0 = tower.encode(x, frozen)
                 e = tower.encode(x)
+                check_loss(e.detach().abs().max(), lr=lr, step=step, what="largest embedding value")
                 reg = regularization_loss(e, e0)
                 if objective == "kernel":
                     k_d = teacher_kernel(
@@ -398,14 +400,15 @@ def align(
                 else:
                     term = torch.zeros((), device=device)
                 loss = w_reg * reg + w_align * term
-                if not bool(torch.isfinite(loss)):
-                    raise FloatingPointError(
-                        f"the loss is {float(loss)} at step {step}: lower lr (now {lr})"
-                        + (" or kernel_lr" if learn_kernel_params else "")
-                    )
+                check_loss(loss, lr=lr, step=step)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
+                for module in (tower.trainable, head):
+                    if module is not None:
+                        check_module_finite(module, lr=lr, step=step)
+                if kern is not None and learn_kernel_params:
+                    check_module_finite(kern, lr=kernel_lr, lr_name="kernel_lr", step=step)
                 metrics = {
                     "step": step + 1,
                     "lr": optimizer.param_groups[0]["lr"],

@@ -25,11 +25,13 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from icml25_core import check_state_dict
 from icml25_core.hub import atomic_directory
 
 __all__ = ["Checkpoints", "latest_checkpoint"]
 
 _STEP = re.compile(r"^step-(\d{7})$")
+_CHECKPOINT_FILES = ("tower.safetensors", "extra.safetensors", "optimizer.pt", "state.json")
 
 
 def latest_checkpoint(checkpoint_dir: str | Path) -> Path | None:
@@ -50,6 +52,13 @@ def _load(path: Path) -> dict[str, torch.Tensor]:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
         raise ValueError(f"checkpoint file {str(path)!r} is missing or corrupt: {err}") from err
+
+
+def _restore(module: nn.Module, state: dict[str, torch.Tensor], source: Any) -> None:
+    """Load ``state`` into ``module`` after checking keys, shapes and finiteness (errors
+    name ``source``: a checkpoint of another model, or damaged weights)."""
+    check_state_dict(module, state, source)
+    module.load_state_dict(state)
 
 
 class Checkpoints:
@@ -81,10 +90,21 @@ class Checkpoints:
                 f"checkpoint_dir {str(self.root)!r} already holds checkpoints (latest "
                 f"{last.name}): pass resume=True to continue that run, or a new folder"
             )
+        state_file = last / "state.json"
         try:
-            state = json.loads((last / "state.json").read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise ValueError(f"checkpoint file {str(last / 'state.json')!r} is corrupt") from err
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"checkpoint file {str(state_file)!r} is corrupt: {err}") from None
+        if (
+            not isinstance(state, dict)
+            or not isinstance(state.get("settings"), dict)
+            or not isinstance(state.get("step"), int)
+            or not isinstance(state.get("history"), dict)
+        ):
+            raise ValueError(
+                f"checkpoint file {str(state_file)!r} is corrupt: it must hold a JSON object "
+                "with 'step' (int), 'history' and 'settings' (objects)"
+            )
         diff = {
             k: (state["settings"].get(k), v)
             for k, v in self.settings.items()
@@ -94,31 +114,34 @@ class Checkpoints:
             shown = ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
             raise ValueError(f"cannot resume {str(last)!r} with different settings ({shown})")
         device = next(tower.parameters()).device
-        tower.load_state_dict(_load(last / "tower.safetensors"))
-        frozen.load_state_dict(_load(self.root / "reference" / "tower.safetensors"))
-        extra = _load(last / "extra.safetensors")
-        if kernel is not None:
-            kernel.load_state_dict(
-                {k[len("kernel.") :]: v for k, v in extra.items() if k.startswith("kernel.")}
-            )
-        if head is not None:
-            head.load_state_dict(
-                {k[len("head.") :]: v for k, v in extra.items() if k.startswith("head.")}
-            )
-        torch.set_rng_state(extra["rng"])
+        _restore(tower, _load(last / "tower.safetensors"), last / "tower.safetensors")
+        reference = self.root / "reference" / "tower.safetensors"
+        _restore(frozen, _load(reference), reference)
+        extra_file = last / "extra.safetensors"
+        extra = _load(extra_file)
+        for prefix, module in (("kernel.", kernel), ("head.", head)):
+            if module is not None:
+                part = {k[len(prefix) :]: v for k, v in extra.items() if k.startswith(prefix)}
+                _restore(module, part, f"{extra_file} ({prefix[:-1]})")
+        rng = extra.get("rng")
+        if rng is None or rng.dtype != torch.uint8 or rng.ndim != 1:
+            raise ValueError(f"checkpoint file {str(extra_file)!r} lacks the RNG state 'rng'")
+        opt_file = last / "optimizer.pt"
         try:
-            opt_state = torch.load(last / "optimizer.pt", map_location=device, weights_only=True)
+            opt_state = torch.load(opt_file, map_location=device, weights_only=True)
+            optimizer.load_state_dict(opt_state)
         except Exception as err:  # torch raises several types for a damaged file
             raise ValueError(
-                f"checkpoint file {str(last / 'optimizer.pt')!r} is missing or corrupt: {err}"
-            ) from err
-        optimizer.load_state_dict(opt_state)
+                f"checkpoint file {str(opt_file)!r} is missing, corrupt or belongs to another "
+                f"model: {err}"
+            ) from None
+        torch.set_rng_state(rng)
         return state["step"], state["history"]
 
     def save(self, step, history, tower, frozen, optimizer, kernel, head) -> Path:
         """Write ``step-NNNNNNN`` atomically and prune older checkpoints."""
         target = self.root / f"step-{step:07d}"
-        with atomic_directory(target, overwrite=True) as tmp:
+        with atomic_directory(target, overwrite=True, contents=_CHECKPOINT_FILES) as tmp:
             save_file(_state(tower), str(tmp / "tower.safetensors"))
             extra = {"rng": torch.get_rng_state()}
             if kernel is not None:

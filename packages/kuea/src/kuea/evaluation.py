@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from icml25_core import check_scalar
+from icml25_core import check_labels, check_scalar
 
-from .towers import _embedding, image_tower
+from .towers import _embedding, as_images, image_tower
 
 __all__ = [
     "image_embeddings",
@@ -30,6 +30,7 @@ def image_embeddings(
     model's device (returned on the CPU)."""
     check_scalar(batch_size, "batch_size", low=1, integer=True)
     tower = image_tower(clip_model)
+    images = as_images(images)
     tower.check_images(images)
     device = next(clip_model.parameters()).device
     was = tower.trainable.training
@@ -69,10 +70,9 @@ def text_embeddings(
 
 
 def _labels(labels, n: int, name: str = "labels") -> np.ndarray:
-    y = np.asarray(labels.cpu() if isinstance(labels, Tensor) else labels)
-    if y.ndim != 1 or len(y) != n:
-        raise ValueError(f"{name} must be a 1-D array of {n} class indices, got shape {y.shape}")
-    return y
+    return check_labels(
+        labels.cpu().numpy() if isinstance(labels, Tensor) else labels, name, n_samples=n
+    )
 
 
 def zero_shot_accuracy(

@@ -24,6 +24,7 @@ from torch import Tensor
 from icml25_core import check_choice, check_scalar
 
 from .kernels import KERNELS, kernel_matrix, teacher_kernel
+from .towers import as_images
 
 __all__ = ["KernelFit", "fit_kernel_params", "median_bandwidth"]
 
@@ -157,6 +158,8 @@ def fit_kernel_params(
 
 def _embeddings(student, teacher, images, batch_size) -> tuple[Tensor, Tensor]:
     from .towers import as_teacher, image_tower
+
+    images = None if images is None else as_images(images)
 
     def resolve(model, name, is_student):
         if isinstance(model, Tensor):

@@ -20,11 +20,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ImageTower", "as_teacher", "image_tower", "parameters_digest"]
+__all__ = ["ImageTower", "as_images", "as_teacher", "image_tower", "parameters_digest"]
 
 
 def _embedding(out) -> Tensor:
@@ -38,6 +40,19 @@ def _embedding(out) -> Tensor:
     if isinstance(out, (tuple, list)) and out and isinstance(out[0], Tensor):
         return out[0]
     raise TypeError(f"cannot read an embedding tensor from a {type(out).__name__}")
+
+
+def as_images(images: Any, name: str = "images") -> Any:
+    """A NumPy array of images as a tensor (a tensor or a dataset is returned as it is);
+    the pixel values are checked by :meth:`ImageTower.check_images`."""
+    if isinstance(images, np.ndarray):
+        if images.dtype.kind not in "f":
+            raise TypeError(
+                f"{name} must be float pixel values (what the model's image processor "
+                f"returns, normalized), got dtype {images.dtype}; run the processor first"
+            )
+        return torch.from_numpy(images)
+    return images
 
 
 def _transformers_forward(tower: nn.Module, x: Tensor) -> Tensor:
@@ -75,6 +90,11 @@ class ImageTower:
     def check_images(self, x: Tensor, name: str = "images") -> None:
         """Raise a ``ValueError`` naming ``name`` unless ``x`` is a finite (n, C, H, W)
         batch of the size the tower expects."""
+        if isinstance(x, Tensor) and not x.is_floating_point():
+            raise TypeError(
+                f"{name} must be float pixel values (what the model's image processor returns, "
+                f"normalized), got dtype {x.dtype}; run the processor on raw images first"
+            )
         if not isinstance(x, Tensor) or x.ndim != 4:
             shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"{name} must be a (n, channels, height, width) tensor, got {shape}")
@@ -94,8 +114,10 @@ class ImageTower:
 
     def encode(self, x: Tensor, tower: nn.Module | None = None) -> Tensor:
         """Embeddings (n, d) of pixel values ``x`` (n, C, H, W), not normalized, by the
-        model's image tower (or by ``tower``, a copy of it)."""
-        return self.forward(self.trainable if tower is None else tower, x)
+        model's image tower (or by ``tower``, a copy of it), in the tower's dtype."""
+        tower = self.trainable if tower is None else tower
+        dtype = next((p.dtype for p in tower.parameters() if p.is_floating_point()), x.dtype)
+        return self.forward(tower, x.to(dtype))
 
     def frozen_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
         """The model's parameters outside the image tower (the text tower, logit scale)."""

@@ -73,7 +73,7 @@ class LESPenalty(torch.nn.Module):
         )
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        if X.ndim < 2:
+        if X.ndim not in (2, 3):
             raise ValueError(f"X must have shape (batch, q, d) or (q, d), got {tuple(X.shape)}")
         s = self.score(X)
         pen = -s if self.threshold is None else torch.relu(self.threshold - s)

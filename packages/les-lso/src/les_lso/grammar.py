@@ -173,9 +173,19 @@ def objective(expression: str) -> float:
 
 
 def encode(expressions: Iterable[str], max_length: int = MAX_LENGTH) -> np.ndarray:
-    """Token ids ``(N, max_length)`` of the strings, padded with the space symbol."""
+    """Token ids ``(N, max_length)`` of the strings, padded with the space symbol.
+
+    ``expressions`` is a list (any iterable) of strings; one bare string is refused rather
+    than read as one expression per character."""
+    if isinstance(expressions, str | bytes):
+        raise TypeError(
+            f"expressions must be a list of strings, got the single string {expressions!r}; "
+            "pass [expression]"
+        )
     rows = []
     for e in expressions:
+        if not isinstance(e, str):
+            raise TypeError(f"expressions must hold strings, got {type(e).__name__} {e!r}")
         if len(e) > max_length:
             raise ValueError(f"expression {e!r} is longer than max_length={max_length}")
         bad = sorted(set(e) - set(VOCAB))

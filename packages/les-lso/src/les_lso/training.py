@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25_core import check_scalar
+from icml25_core import check_loss, check_module_finite, check_scalar
 
 from .models import SequenceVAE
 
@@ -26,19 +26,31 @@ def train_vae(
 ) -> list[float]:
     """Fit ``vae`` to token ids ``(N, L)`` with Adam on ``CE + beta * KL`` per sequence
     (cross-entropy summed over positions), on the model's device; returns the mean loss
-    of each epoch and leaves the model in eval mode."""
+    of each epoch and leaves the model in eval mode.
+
+    Raises
+    ------
+    ValueError
+        If ``tokens`` holds fewer than two sequences (BatchNorm needs two per batch).
+    FloatingPointError
+        If training diverges (a non-finite loss or weights); the message names ``lr``.
+    """
     check_scalar(epochs, "epochs", integer=True, low=1)
     check_scalar(batch_size, "batch_size", integer=True, low=1)
     check_scalar(lr, "lr", low=0.0, low_inclusive=False)
     check_scalar(beta, "beta", low=0.0)
     torch.manual_seed(seed)
     data = vae.check_tokens(np.asarray(tokens))  # every row: shape, dtype and range
+    if len(data) < 2:
+        raise ValueError(
+            f"tokens must hold at least 2 sequences (BatchNorm needs two per batch), got {len(data)}"
+        )
     device = data.device
     opt = torch.optim.Adam(vae.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     history = []
     vae.train()
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = torch.randperm(len(data), generator=g).to(device)
         total = 0.0
         for i in range(0, len(data), batch_size):
@@ -50,10 +62,11 @@ def train_vae(
                 batch
             )
             loss = recon + beta * vae.kl(mu, logvar).mean()
+            total += check_loss(loss, lr=lr, step=epoch) * len(batch)
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss.detach()) * len(batch)
+        check_module_finite(vae, lr=lr, step=epoch)
         history.append(total / len(data))
     vae.eval()
     return history

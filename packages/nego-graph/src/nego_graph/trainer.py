@@ -171,7 +171,8 @@ class Trainer:
         if name not in MODEL_CLASSES:
             raise TypeError(f"model must be one of {sorted(MODEL_CLASSES)}, got {name}")
         path = Path(path)
-        with atomic_directory(path, overwrite=overwrite) as tmp:
+        contents = (*self.model.saved_files, TRAINER_NAME)
+        with atomic_directory(path, overwrite=overwrite, contents=contents) as tmp:
             self.model.save_pretrained(tmp, overwrite=True)
             meta = {
                 "model_class": name,

@@ -512,7 +512,8 @@ class NeuralOT:
         """
         self._check_fitted()
         path = Path(path)
-        with atomic_directory(path, overwrite=overwrite) as tmp:
+        contents = (*TransportNetworks.saved_files, HISTORY)
+        with atomic_directory(path, overwrite=overwrite, contents=contents) as tmp:
             self._write_pretrained(tmp)
         return path
 
@@ -567,7 +568,8 @@ class NeuralOT:
         (:mod:`otp_map.checkpoint`), for ``fit(resume=True)``; atomic as a whole."""
         self._check_fitted()
         path = Path(path)
-        with atomic_directory(path, overwrite=overwrite) as tmp:
+        contents = (*TransportNetworks.saved_files, HISTORY, checkpoint.OPTIMIZER, checkpoint.STATE)
+        with atomic_directory(path, overwrite=overwrite, contents=contents) as tmp:
             self._write_pretrained(tmp)
             checkpoint.save_training_state(
                 tmp,

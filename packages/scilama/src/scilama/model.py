@@ -561,7 +561,7 @@ class SciLaMA:
             "history": self.history_,
             "gene_report": {k: v for k, v in self.gene_report_.items() if k != "modalities"},
         }
-        with atomic_directory(path, overwrite=overwrite) as tmp:
+        with atomic_directory(path, overwrite=overwrite, contents=(NETWORK_DIR, SETUP_NAME)) as tmp:
             net.save_pretrained(tmp / NETWORK_DIR)
             (tmp / SETUP_NAME).write_text(json.dumps(setup, default=json_default))
         return path

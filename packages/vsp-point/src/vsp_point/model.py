@@ -314,7 +314,9 @@ class PointAdapterModel(nn.Module):
     def save_adapter(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the trainable weights and the :class:`AdapterConfig` into the folder
         ``path`` atomically (``adapter.safetensors`` + ``adapter_config.json``)."""
-        with atomic_directory(path, overwrite=overwrite) as tmp:
+        with atomic_directory(
+            path, overwrite=overwrite, contents=(_ADAPTER_FILE, _CONFIG_FILE)
+        ) as tmp:
             save_file(self.trainable_state_dict(), str(tmp / _ADAPTER_FILE))
             (tmp / _CONFIG_FILE).write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
         return Path(path)
