@@ -28,6 +28,9 @@ def test_check_loss_names_the_learning_rate_argument():
     with pytest.raises(FloatingPointError, match=r"beyond 1e\+06"):
         check_loss(1e13, lr=1.0, limit=1e6)
     assert check_loss(1e13, lr=1.0) == 1e13  # no limit: a large finite loss is allowed
+    assert check_loss(9e5, lr=1.0, reference=0.5) == 9e5  # below RUNAWAY x max(1, 0.5)
+    with pytest.raises(FloatingPointError, match=r"became 2e\+07 \(beyond 2e\+07\)|beyond"):
+        check_loss(2.0e7, lr=1.0, reference=2.0 - 1e-9)
 
 
 def test_check_module_finite_names_the_tensors():

@@ -107,6 +107,8 @@ def test_more_agents_lower_the_per_agent_regret():
         ({"p": 1.5}, "p must be < 1"),
         ({"sync": "never"}, "sync must be one of"),
         ({"i0": -1}, "i0 must be >= 0"),
+        ({"seed": "x"}, "seed must be an integer, got str 'x'"),
+        ({"seed": -1}, "seed must be >= 0"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, match):
@@ -119,6 +121,8 @@ def test_bad_runs_are_refused():
         FedQHoeffding(random_mdp(2, 2, 2)).run(0)
     with pytest.raises(TypeError, match="mdp must be a TabularMDP"):
         UCBHoeffding(np.zeros(3))
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        UCBHoeffding(random_mdp(2, 2, 2), seed="x")
     result = FedQHoeffding(random_mdp(2, 2, 2)).run(10)
     with pytest.raises(ValueError, match="t must be within"):
         result.regret([11])

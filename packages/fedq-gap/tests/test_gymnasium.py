@@ -32,3 +32,12 @@ def test_rewards_outside_the_unit_interval_are_rescaled():
 def test_an_env_without_a_model_is_refused():
     with pytest.raises(ValueError, match="tabular model"):
         from_gymnasium(gym.make("CartPole-v1"), H=5)
+
+
+def test_a_next_state_outside_the_table_is_named():
+    class Broken:
+        def __init__(self):
+            self.P = {0: {0: [(1.0, 1, 0.0, False)]}, 1: {0: [(1.0, 7, 1.0, False)]}}
+
+    with pytest.raises(ValueError, match=r"env\.P\[1\]\[0\] leads to next state 7, outside"):
+        from_gymnasium(Broken(), H=2, s0=0)

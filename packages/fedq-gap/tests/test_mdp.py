@@ -85,6 +85,10 @@ def test_bad_policies_and_gaps_are_refused():
     mdp = _chain()
     with pytest.raises(ValueError, match="policy must be"):
         mdp.policy_value(np.zeros((3, 2), dtype=int))
+    with pytest.raises(
+        TypeError, match="policy must hold integer action indices, got dtype float64"
+    ):
+        mdp.policy_value(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="policy actions"):
         mdp.policy_value(np.full((2, 2), 5))
     with pytest.raises(ValueError, match="cannot be reached"):

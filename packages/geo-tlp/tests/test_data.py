@@ -31,6 +31,17 @@ def test_csv_with_string_ids(tmp_path):
         load_edge_csv(path, n_snapshots=1)
 
 
+def test_csv_that_is_not_utf8_is_named_with_the_encoding_to_pass(tmp_path):
+    path = tmp_path / "edges.csv"
+    path.write_bytes("src,dst,t\nZ\u00fcrich,Gen\u00e8ve,1\nGen\u00e8ve,Bern,2\n".encode("latin-1"))
+    with pytest.raises(
+        ValueError, match=r"edges\.csv is not valid utf-8 text .*encoding='latin-1'"
+    ):
+        load_edge_csv(path, n_snapshots=2)
+    snaps, ids = load_edge_csv(path, n_snapshots=2, encoding="latin-1")
+    assert ids == ["Z\u00fcrich", "Gen\u00e8ve", "Bern"] and len(snaps) == 2
+
+
 def test_temporal_data_is_bucketed():
     data = TemporalData(
         src=torch.tensor([0, 1, 2]), dst=torch.tensor([1, 2, 0]), t=torch.tensor([0, 5, 9])

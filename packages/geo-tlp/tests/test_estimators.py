@@ -124,12 +124,40 @@ def test_bad_input_is_refused_by_name(small_graph):
     with pytest.raises(ValueError, match="x must have shape"):
         model.fit(snaps, x=np.zeros((3, 2)))
     with pytest.raises(RuntimeError, match="not fitted"):
-        model.predict_links(1, [[0], [1]])
+        model.predict_links(1, [(0, 1)])
     model.fit(snaps[:3])
     with pytest.raises(ValueError, match="pairs must hold node ids"):
-        model.predict_links(1, [[0], [600]])
+        model.predict_links(1, [(0, 600)])
     with pytest.raises(ValueError, match="pairs must be an integer array"):
         model.predict_links(1, np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"pairs given as a list must be a list of \(u, v\) pairs"):
+        model.predict_links(1, [[0, 1, 2], [3, 4, 5]])
+    with pytest.raises(ValueError, match=r"t must be <= 2, got 99"):
+        model.routing_weights(99)
+    with pytest.raises(ValueError, match="threshold must be finite"):
+        GeoTLP(threshold=float("nan"), **FAST).fit(snaps[:3])
+
+
+def test_a_list_of_pairs_is_read_as_pairs_and_an_array_as_edge_index(small_graph):
+    """The README's predict_links(3, [[0, 1], [2, 50]]) scores (0, 1) and (2, 50)."""
+    model = GeoTLP(**FAST).fit(small_graph.snapshots[:3])
+    as_list = model.predict_links(3, [[0, 1], [2, 50]])
+    np.testing.assert_array_equal(as_list, model.predict_links(3, np.array([[0, 2], [1, 50]])))
+    np.testing.assert_array_equal(as_list, model.predict_links(3, [(0, 1), (2, 50)]))
+
+
+def test_estimator_json_that_disagrees_with_the_network_is_named(small_graph, tmp_path):
+    import json
+
+    path = GeoTLP(**FAST).fit(small_graph.snapshots[:3]).save_pretrained(tmp_path / "m")
+    meta = json.loads((path / "estimator.json").read_text())
+    meta["params"]["hidden"] = 16
+    (path / "estimator.json").write_text(json.dumps(meta))
+    with pytest.raises(
+        ValueError,
+        match=r"estimator\.json disagrees with the saved network: hidden=16 \(the network has 8\)",
+    ):
+        GeoTLP.from_pretrained(path)
 
 
 def test_snapshots_with_a_node_mapping_are_aligned(small_graph):

@@ -6,3 +6,9 @@ from icml25_core.testing import PackageConformance
 
 class TestConformance(PackageConformance):
     distribution = "juice-lm"
+
+    def divergent_training(self):
+        from juice_lm import ToyWorld, train_toy
+
+        world = ToyWorld(num_subjects=8, num_answers=4, num_fillers=4, seed=0)
+        return {"train_toy": (lambda: train_toy(world, steps=5, batch_size=8, lr=1e12), "lr")}

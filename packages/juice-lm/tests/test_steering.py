@@ -71,6 +71,42 @@ def test_bad_arguments_are_refused(tiny, world):
         PH3.tune(model, world.tokenizer, [], world.samples(2, seed=0))
 
 
+def test_token_ids_masks_and_evaluation_settings_are_checked(tiny, world, toy):
+    model = tiny("llama")
+    steer = plain(model)
+    ids = torch.tensor([[3, 4, 5]])
+    with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 48\) .* got 3\.\.48"):
+        steer.generate(torch.tensor([[3, 4, 48]]))
+    with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 48\) .* got -1\.\.4"):
+        steer.generate(torch.tensor([[3, -1, 4]]))
+    with pytest.raises(
+        TypeError, match=r"input_ids must be integer token ids, got dtype torch\.float32"
+    ):
+        steer.generate(ids.float())
+    with pytest.raises(ValueError, match=r"attention_mask rows \[0\] are all zeros"):
+        steer.generate(ids, torch.zeros_like(ids))
+    with pytest.raises(ValueError, match=r"attention_mask must hold 0 .* and 1 .* only"):
+        steer.generate(ids, torch.full_like(ids, 2))
+    samples = world.samples(2, seed=0)
+    with pytest.raises(ValueError, match="words must be >= 1, got 0"):
+        evaluate(plain(toy), world.tokenizer, samples, words=0)
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        evaluate(plain(toy), world.tokenizer, samples, batch_size=0)
+
+
+def test_an_answer_outside_the_vocabulary_is_refused_not_scored_as_unk(world):
+    from juice_lm import answer_token_id
+
+    assert answer_token_id(world.tokenizer, world.samples(1, seed=0)[0].memory_answer) > 3
+    with pytest.raises(ValueError, match="answer 'Zanzibar' is not in the tokenizer's vocabulary"):
+        answer_token_id(world.tokenizer, "Zanzibar")
+
+
+def test_juice_without_heads_warns_that_it_changes_nothing(tiny):
+    with pytest.warns(UserWarning, match="no heads to steer"):
+        JuICE(tiny("llama"), ([], []))
+
+
 def test_tuning_keeps_the_lexicographic_best_and_the_first_on_ties(world, toy):
     steer = JuICE(toy, ([(0, 1)], [(1, 2)]), mode="memory")
     validation = world.samples(6, seed=1)

@@ -110,3 +110,24 @@ def test_zero_shot_head_is_scaled_cosine_similarity():
     torch.testing.assert_close(head(z), expected)
     with pytest.raises(ValueError, match="text_embeddings"):
         ZeroShotHead(torch.randn(5))
+    nan = text.clone()
+    nan[2, 3] = float("nan")
+    with pytest.raises(ValueError, match="text_embeddings must be finite"):
+        ZeroShotHead(nan)
+    with pytest.raises(ValueError, match=r"text_embeddings rows \[1\] are zero"):
+        ZeroShotHead(torch.cat([text[:1], torch.zeros(1, 8)]))
+
+
+def test_train_source_model_takes_numpy_and_refuses_nan_images_and_bad_labels():
+    from linear_tca import digits_split, train_source_model
+
+    x, y, _, _ = digits_split(0)
+    x, y = x[:64], y[:64]
+    model = train_source_model(x.numpy(), y.numpy(), seed=0, width=16, epochs=1)
+    assert model.head.out_features == int(y.max()) + 1
+    bad = x.clone()
+    bad[0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="x must be finite"):
+        train_source_model(bad, y, seed=0, width=16, epochs=1)
+    with pytest.raises(ValueError, match="y must hold labels >= 0"):
+        train_source_model(x, -y - 1, seed=0, width=16, epochs=1)

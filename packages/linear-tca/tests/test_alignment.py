@@ -193,6 +193,18 @@ def test_transform_checks():
         LinearTCA(k=None).fit(Z[:1], logits[:1])
 
 
+def test_oracle_labels_and_a_runaway_adam_solver_are_named():
+    Z, logits = _data()
+    y = logits.argmax(1)
+    LinearTCA(proportions="oracle").fit(Z, logits, labels=y)
+    with pytest.raises(ValueError, match="labels must hold labels below n_classes=4, got 9"):
+        LinearTCA(proportions="oracle").fit(Z, logits, labels=np.full(len(Z), 9))
+    with pytest.raises(ValueError, match="labels must hold whole-number class labels"):
+        LinearTCA(proportions="oracle").fit(Z, logits, labels=y.double() + 0.5)
+    with pytest.raises(FloatingPointError, match=r"CORAL loss became .* lr=1e\+06; lower lr"):
+        LinearTCA(solver="adam", lr=1e6).fit(Z, logits)
+
+
 def test_coral_matches_deep_coral_by_hand():
     # pytorch-adapt's CORALLoss (the peer) does not import beside this workspace
     # (torchmetrics 0.9 needs pkg_resources); its formula by hand in NumPy: covariance

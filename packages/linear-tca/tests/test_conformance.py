@@ -6,3 +6,14 @@ from icml25_core.testing import PackageConformance
 
 class TestConformance(PackageConformance):
     distribution = "linear-tca"
+
+    def divergent_training(self):
+        from linear_tca import digits_split, train_source_model
+
+        x, y, _, _ = digits_split(0)
+        return {
+            "train_source_model": (
+                lambda: train_source_model(x[:64], y[:64], seed=0, width=16, epochs=2, lr=1e12),
+                "lr",
+            )
+        }

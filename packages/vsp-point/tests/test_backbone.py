@@ -38,6 +38,14 @@ def test_checkpoints_that_are_not_point_mae_are_refused(model3d, tmp_path):
     del state["base_model"]["module.MAE_encoder.blocks.blocks.1.mlp.fc2.bias"]
     with pytest.raises(ValueError, match="missing"):
         PointTransformer.from_point_mae(state, num_heads=4)
+    state = _official_layout(model3d)
+    state["base_model"]["module.MAE_encoder.blocks.blocks.0.mlp.fc2.bias"][0] = float("nan")
+    torch.save(state, tmp_path / "nan.pth")
+    with pytest.raises(
+        ValueError,
+        match=r"nan\.pth holds NaN or infinite weights in blocks\.blocks\.0\.mlp\.fc2\.bias",
+    ):
+        PointTransformer.from_point_mae(tmp_path / "nan.pth", num_heads=4)
     bad = tmp_path / "bad.pth"
     bad.write_bytes(b"garbage")
     with pytest.raises(ValueError, match=r"bad\.pth"):

@@ -161,6 +161,22 @@ def test_adapter_checkpoints_round_trip_and_refuse_damage(model3d, vit, clouds, 
     with torch.no_grad():
         torch.testing.assert_close(loaded(clouds[0]), model(clouds[0]), rtol=0, atol=0)
     weights = folder / "adapter.safetensors"
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(str(weights))
+    key = next(k for k, v in state.items() if v.ndim == 2)
+    wrong = dict(state, **{key: torch.zeros(*state[key].shape, 2)})
+    save_file(wrong, str(weights))
+    with pytest.raises(
+        ValueError, match=rf"adapter\.safetensors holds tensors of the wrong shape.*{key}"
+    ):
+        PointAdapterModel.load_adapter(folder, model3d, vit())
+    state[key][0, 0] = float("nan")
+    save_file(state, str(weights))
+    with pytest.raises(
+        ValueError, match=rf"adapter\.safetensors holds NaN or infinite weights in {key}"
+    ):
+        PointAdapterModel.load_adapter(folder, model3d, vit())
     weights.write_bytes(weights.read_bytes()[:100])
     with pytest.raises(ValueError, match=r"adapter\.safetensors"):
         PointAdapterModel.load_adapter(folder, model3d, vit())

@@ -49,10 +49,26 @@ def test_labels_are_checked(model3d, easy):
     model = attach(model3d, num_classes=2, adapter="linear")
     with pytest.raises(ValueError, match="labels"):
         fit(model, x, y[:-1], epochs=1)
-    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+    with pytest.raises(ValueError, match="labels must hold labels below n_classes=2, got 6"):
         fit(model, x, y + 5, epochs=1)
-    with pytest.raises(TypeError, match="integer"):
-        fit(model, x, y.float(), epochs=1)
+    with pytest.raises(ValueError, match="labels must hold whole-number class labels"):
+        fit(model, x, y.float() + 0.5, epochs=1)
+    with pytest.raises(ValueError, match="labels must hold labels below the model's 2 classes"):
+        evaluate(model, x, y + 2)  # was an accuracy of 0.0
+
+
+def test_tiny_batches_float64_clouds_and_bad_settings(model3d, easy):
+    (x, y), _ = easy
+    model = attach(model3d, num_classes=2, adapter="linear")
+    with pytest.raises(ValueError, match=r"points must hold at least 2 clouds .* got 1"):
+        fit(model, x[:1], y[:1], epochs=1)
+    with pytest.raises(ValueError, match="batch_size must be >= 2"):
+        fit(model, x, y, epochs=1, batch_size=1)
+    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+        fit(model, x, y, epochs=1, weight_decay=-1.0)
+    history = fit(model, x.double(), y, epochs=1, batch_size=4)  # converted to float32
+    assert len(history["loss"]) == 1
+    assert 0.0 <= evaluate(model, x.double(), y) <= 1.0
 
 
 def test_vit_pretraining_learns_depth_maps(easy):

@@ -31,6 +31,7 @@ import numpy as np
 from .validation import _is_torch
 
 __all__ = [
+    "RUNAWAY",
     "as_float_tensor",
     "check_labels",
     "check_loss",
@@ -39,6 +40,13 @@ __all__ = [
     "check_targets",
     "load_state_dict_file",
 ]
+
+
+RUNAWAY = 1e6
+""":func:`check_loss` with a ``reference`` (the loss at the start of training) stops a loss
+that grew this many times beyond it (or beyond 1, when it started below 1): at too large a
+step size, Adam-type updates and linearized models grow the loss without bound while it
+stays finite for many steps."""
 
 
 def _lr_text(lr: Any, lr_name: str) -> str:
@@ -54,6 +62,7 @@ def check_loss(
     lr_name: str = "lr",
     step: int | None = None,
     limit: float | None = None,
+    reference: float | None = None,
     what: str = "training loss",
 ) -> float:
     """Stop a training loop whose loss diverged.
@@ -70,6 +79,9 @@ def check_loss(
         The step (or epoch, round) shown in the message.
     limit : float, optional
         Also stop when ``|loss| > limit`` (a runaway that is still finite).
+    reference : float, optional
+        The loss at the start of training; sets ``limit`` to
+        ``RUNAWAY * max(|reference|, 1)`` when ``limit`` is not given.
     what : str
         What the value is, for the message.
 
@@ -84,6 +96,8 @@ def check_loss(
         If the loss is NaN or infinite, or beyond ``limit``; the message names ``lr_name``.
     """
     value = float(loss.detach()) if _is_torch(loss) else float(loss)
+    if limit is None and reference is not None and math.isfinite(reference):
+        limit = RUNAWAY * max(abs(reference), 1.0)
     runaway = limit is not None and math.isfinite(value) and abs(value) > limit
     if not math.isfinite(value) or runaway:
         at = f" at step {step}" if step is not None else ""

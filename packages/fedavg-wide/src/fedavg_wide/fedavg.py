@@ -220,21 +220,16 @@ def local_update(
     return value
 
 
-RUNAWAY = 1e6
-"""A global training loss this many times its round-0 value (or above it, when that is
-below 1) stops a run as diverged: a linearized model at too large a step size grows
-without bound while staying finite for many rounds."""
-
-
 def _record(
     history, r, model, clients, pooled, test, loss, callback, local=None, chosen=None, *, lr
 ):
     """Evaluate ``model`` after round ``r`` into ``history`` (``pooled``: all clients' data
     concatenated once per run), then call ``callback``. Raises ``FloatingPointError``
-    naming ``lr`` when the loss is not finite or ran away (:data:`RUNAWAY`)."""
+    naming ``lr`` when the loss is not finite or ran away from its round-0 value
+    (:data:`icml25_core.guards.RUNAWAY` times)."""
     tl, ta = evaluate(model, *pooled, loss)
-    limit = RUNAWAY * max(history.train_loss[0], 1.0) if history.train_loss else None
-    check_loss(tl, lr=lr, step=r, limit=limit, what="global training loss")
+    first = history.train_loss[0] if history.train_loss else None
+    check_loss(tl, lr=lr, step=r, reference=first, what="global training loss")
     history.rounds.append(r)
     history.train_loss.append(tl)
     history.train_accuracy.append(ta)

@@ -22,7 +22,7 @@ from flwr.serverapp.strategy import FedAvg as FlowerFedAvg
 
 from icml25_core import check_loss
 
-from .fedavg import RUNAWAY, _check_data, evaluate
+from .fedavg import _check_data, evaluate
 from .task import Settings, build_model, federated_data
 
 
@@ -72,11 +72,7 @@ def make_server_app(**overrides) -> ServerApp:
             vl, va = evaluate(model, *test, settings.loss)
             first = history["train_loss"][0] if history["train_loss"] else None
             check_loss(
-                tl,
-                lr=settings.lr,
-                step=server_round,
-                limit=None if first is None else RUNAWAY * max(first, 1.0),
-                what="global training loss",
+                tl, lr=settings.lr, step=server_round, reference=first, what="global training loss"
             )
             for key, value in zip(history, (server_round, tl, ta, vl, va), strict=True):
                 history[key].append(value)

@@ -139,6 +139,7 @@ class _FederatedQ:
         i0: int | None = None,
     ) -> None:
         _check_learner(mdp, c, p, iota)
+        check_scalar(seed, "seed", low=0, integer=True)
         check_scalar(M, "M", low=1, integer=True)
         if i0 is not None:
             check_scalar(i0, "i0", low=0, integer=True)
@@ -398,6 +399,7 @@ class UCBHoeffding:
         iota: float | None = None,
     ) -> None:
         _check_learner(mdp, c, p, iota)
+        check_scalar(seed, "seed", low=0, integer=True)
         self.mdp, self.c, self.p, self.seed, self.iota = mdp, c, p, seed, iota
 
     def run(self, T: int) -> RunResult:

@@ -112,8 +112,15 @@ class TabularMDP:
         """:math:`V^\\pi`, shape ``(H + 1, S)``, of a deterministic policy ``policy`` of
         shape ``(H, S)`` (action indices)."""
         pi = np.asarray(policy)
-        if pi.shape != (self.H, self.S) or not np.issubdtype(pi.dtype, np.integer):
-            raise ValueError(f"policy must be ({self.H}, {self.S}) action indices, got {pi.shape}")
+        if pi.shape != (self.H, self.S):
+            raise ValueError(
+                f"policy must be ({self.H}, {self.S}) action indices (H, S), got shape {pi.shape}"
+            )
+        if not np.issubdtype(pi.dtype, np.integer):
+            raise TypeError(
+                f"policy must hold integer action indices, got dtype {pi.dtype} "
+                "(convert a greedy policy with .astype(int))"
+            )
         if pi.min() < 0 or pi.max() >= self.A:
             raise ValueError(f"policy actions must be in [0, {self.A}), got {pi.min()}..{pi.max()}")
         V = np.zeros((self.H + 1, self.S))
@@ -196,6 +203,8 @@ def from_gymnasium(env: Any, H: int, *, s0: int | None = None) -> TabularMDP:
     if not isinstance(table, dict) or not table:
         raise ValueError("env must expose a tabular model P[s][a] (a gymnasium toy-text env)")
     n_states = len(table)
+    if sorted(table) != list(range(n_states)):
+        raise ValueError(f"env.P must be keyed by the states 0..{n_states - 1}")
     n_actions = len(table[0])
     absorbing = n_states
     S = n_states + 1
@@ -207,6 +216,13 @@ def from_gymnasium(env: Any, H: int, *, s0: int | None = None) -> TabularMDP:
     for s in range(n_states):
         for a in range(n_actions):
             for prob, nxt, reward, terminated in table[s][a]:
+                if not terminated and not (
+                    isinstance(nxt, int | np.integer) and 0 <= nxt < n_states
+                ):
+                    raise ValueError(
+                        f"env.P[{s}][{a}] leads to next state {nxt!r}, outside the "
+                        f"{n_states} states 0..{n_states - 1} of env.P"
+                    )
                 P[s, a, absorbing if terminated else nxt] += prob
                 R[s, a] += prob * scale(reward)
     P[absorbing, :, absorbing] = 1.0

@@ -176,41 +176,11 @@ def snapshots_from_edges(
     return out
 
 
-def load_edge_csv(
-    path: str | Path,
-    *,
-    n_snapshots: int,
-    src: str = "src",
-    dst: str = "dst",
-    time: str = "t",
-    delimiter: str = ",",
-    bucket: str = "time",
-) -> tuple[list[Data], list[str]]:
-    """Read a timestamped edge list (a csv with a header) into snapshots.
-
-    Node labels may be any strings; they are numbered in order of first appearance.
-
-    Parameters
-    ----------
-    path : path
-        The csv file.
-    n_snapshots, bucket
-        As in :func:`snapshots_from_edges`.
-    src, dst, time : str
-        Column names.
-    delimiter : str
-        Field separator.
-
-    Returns
-    -------
-    snapshots : list of torch_geometric.data.Data
-    node_ids : list of str
-        The label of node ``i`` at position ``i``.
-    """
-    path = Path(path)
-    ids: dict[str, int] = {}
-    s, d, ts = [], [], []
-    with path.open(newline="", encoding="utf-8") as fh:
+def _read_edges(path, encoding, delimiter, columns, ids, out) -> None:
+    """Append the csv's edges to ``out = (s, d, ts)``, numbering labels in ``ids``."""
+    src, dst, time = columns
+    s, d, ts = out
+    with path.open(newline="", encoding=encoding) as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
         missing = [c for c in (src, dst, time) if c not in (reader.fieldnames or [])]
         if missing:
@@ -226,6 +196,52 @@ def load_edge_csv(
                 ) from None
             s.append(ids.setdefault(row[src], len(ids)))
             d.append(ids.setdefault(row[dst], len(ids)))
+
+
+def load_edge_csv(
+    path: str | Path,
+    *,
+    n_snapshots: int,
+    src: str = "src",
+    dst: str = "dst",
+    time: str = "t",
+    delimiter: str = ",",
+    bucket: str = "time",
+    encoding: str = "utf-8",
+) -> tuple[list[Data], list[str]]:
+    """Read a timestamped edge list (a csv with a header) into snapshots.
+
+    Node labels may be any strings; they are numbered in order of first appearance.
+
+    Parameters
+    ----------
+    path : path
+        The csv file.
+    n_snapshots, bucket
+        As in :func:`snapshots_from_edges`.
+    src, dst, time : str
+        Column names.
+    delimiter : str
+        Field separator.
+    encoding : str
+        The file's text encoding (``"latin-1"``, ``"cp1252"``... for files not in UTF-8).
+
+    Returns
+    -------
+    snapshots : list of torch_geometric.data.Data
+    node_ids : list of str
+        The label of node ``i`` at position ``i``.
+    """
+    path = Path(path)
+    ids: dict[str, int] = {}
+    s, d, ts = [], [], []
+    try:
+        _read_edges(path, encoding, delimiter, (src, dst, time), ids, (s, d, ts))
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path} is not valid {encoding} text ({err.reason} at byte {err.start}); pass "
+            "the file's encoding, e.g. encoding='latin-1'"
+        ) from None
     if not s:
         raise ValueError(f"{path} holds no edges")
     snaps = snapshots_from_edges(

@@ -47,7 +47,7 @@ from safetensors.torch import load_file, save_file
 from sklearn.base import BaseEstimator
 from torch_geometric.utils import negative_sampling
 
-from icml25_core import check_array, check_choice, check_scalar, select_device
+from icml25_core import check_array, check_choice, check_loss, check_scalar, select_device
 from icml25_core.hub import atomic_directory, recover_directory
 
 from .data import check_snapshots
@@ -179,16 +179,14 @@ class TemporalLinkPredictor(BaseEstimator):
             )
             d_train = deltas[:-1].to(self.device_)
             best, best_state, since = -math.inf, None, 0
+            start = None  # the first epoch's loss: a loss RUNAWAY times above it diverged
             self.log_ = []
             for epoch in range(self.epochs):
                 net.train()
                 optim.zero_grad()
                 loss = self._epoch_loss(net, train, pos, d_train, xdev)
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(
-                        f"the training loss became {float(loss)} at epoch {epoch}; lower lr "
-                        f"(now {self.lr})"
-                    )
+                start = float(loss.detach()) if start is None else start
+                check_loss(loss, lr=self.lr, step=epoch, reference=start)
                 loss.backward()
                 optim.step()
                 state = self._states(train, d_train, xdev)[-1]
@@ -236,8 +234,10 @@ class TemporalLinkPredictor(BaseEstimator):
         t : int
             Index of the snapshot to predict (>= 1); scored from the state after snapshot
             ``t - 1``, or after the last observed one when ``t`` lies beyond the history.
-        pairs : array_like or torch.Tensor of int, shape (2, P)
-            Node pairs.
+        pairs : array_like or torch.Tensor of int
+            Node pairs: a NumPy array or tensor of shape (2, P) (PyG's ``edge_index``
+            layout), or a Python list of pairs ``[(u, v), ...]``, shape (P, 2). A list is
+            always read as pairs, so ``[[0, 1], [2, 50]]`` scores (0, 1) and (2, 50).
         history : sequence of snapshots, optional
             Observed snapshots to run the fitted network over instead of the ones given to
             ``fit`` (for example with later snapshots appended).
@@ -249,11 +249,19 @@ class TemporalLinkPredictor(BaseEstimator):
         """
         self._check_fitted()
         check_scalar(t, "t", low=1, integer=True)
+        if isinstance(pairs, list | tuple):
+            listed = np.asarray(pairs)
+            if listed.ndim != 2 or listed.shape[1] != 2:
+                raise ValueError(
+                    f"pairs given as a list must be a list of (u, v) pairs, shape (P, 2), got "
+                    f"shape {listed.shape}; pass a (2, P) array for the edge_index layout"
+                )
+            pairs = listed.T
         pairs = torch.as_tensor(np.asarray(pairs) if not torch.is_tensor(pairs) else pairs)
         if pairs.dtype.is_floating_point or pairs.dim() != 2 or pairs.shape[0] != 2:
             raise ValueError(
-                f"pairs must be an integer array of shape (2, P), got {tuple(pairs.shape)} "
-                f"{pairs.dtype}"
+                f"pairs must be an integer array of shape (2, P) or a list of (u, v) pairs, "
+                f"got {tuple(pairs.shape)} {pairs.dtype}"
             )
         if pairs.numel() and (int(pairs.min()) < 0 or int(pairs.max()) >= self.num_nodes_):
             raise ValueError(f"pairs must hold node ids in [0, {self.num_nodes_})")
@@ -362,6 +370,17 @@ class TemporalLinkPredictor(BaseEstimator):
         est = cls(**params)
         est.device_ = torch.device(select_device(est.device))
         est.net_ = cls._net_class.from_pretrained(path / "net", map_location=str(est.device_))
+        saved = getattr(est.net_, "_hub_mixin_config", {})
+        disagree = {
+            p: (getattr(est, p), saved[p])
+            for p in cls._net_params
+            if p in saved and getattr(est, p) != saved[p]
+        }
+        if disagree:
+            shown = ", ".join(
+                f"{p}={a!r} (the network has {b!r})" for p, (a, b) in disagree.items()
+            )
+            raise ValueError(f"{meta_file} disagrees with the saved network: {shown}")
         try:
             tensors = load_file(str(path / HISTORY_FILE))
         except (SafetensorError, OSError) as err:
@@ -461,12 +480,16 @@ class GeoTLP(TemporalLinkPredictor):
         check_scalar(self.k_hop, "k_hop", low=1, integer=True)
         check_scalar(self.delta_samples, "delta_samples", low=1, integer=True)
         check_scalar(self.curvature, "curvature", low=0, low_inclusive=False)
+        check_scalar(self.threshold, "threshold")
+        check_scalar(self.gain, "gain", low=0, low_inclusive=False)
 
     def routing_weights(self, t: int | None = None) -> np.ndarray:
         """Each node's weight on the hyperbolic geometry after snapshot ``t`` (default the
         last observed), shape (N,)."""
         self._check_fitted()
         states = self._history_states
+        if t is not None:
+            check_scalar(t, "t", low=0, high=len(states) - 1, integer=True)
         return states[-1 if t is None else t]["alpha"].cpu().numpy()
 
 

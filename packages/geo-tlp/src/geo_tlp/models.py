@@ -154,7 +154,10 @@ class GeoTLPNet(nn.Module, PretrainedModelMixin):
         _check_sizes(num_nodes, in_channels, hidden, dim)
         check_choice(routing, "routing", ROUTINGS)
         check_scalar(fd_t, "fd_t", low=0, low_inclusive=False)
+        check_scalar(fd_r, "fd_r")
         check_scalar(dropout, "dropout", low=0, high=1, high_inclusive=False)
+        check_scalar(threshold, "threshold")
+        check_scalar(gain, "gain", low=0, low_inclusive=False)
         self.num_nodes, self.dim, self.routing = num_nodes, dim, routing
         self.fd_r, self.fd_t = fd_r, fd_t
         self.features = _Features(num_nodes, in_channels, hidden)

@@ -94,7 +94,14 @@ def answer_token_id(tokenizer, answer: str) -> int:
     if not words:
         raise ValueError(f"answer must contain a word, got {answer!r}")
     ids = tokenizer(" " + words[0], add_special_tokens=False).input_ids
+    unk = getattr(tokenizer, "unk_token_id", None)
     for i in ids:
+        if unk is not None and i == unk:
+            raise ValueError(
+                f"answer {answer!r} is not in the tokenizer's vocabulary: its first word "
+                f"tokenises to the unknown token {tokenizer.decode([i])!r}, which would be "
+                "scored instead"
+            )
         if tokenizer.decode([i]).strip():
             return int(i)
     raise ValueError(f"the tokenizer gives no token for answer {answer!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -151,6 +152,14 @@ class HeadSteering:
             or input_ids.numel() == 0
         ):
             raise ValueError("input_ids must be a non-empty (batch, length) tensor of token ids")
+        if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+            raise TypeError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
+        vocab = self.model.get_input_embeddings().num_embeddings
+        low, high = int(input_ids.min()), int(input_ids.max())
+        if low < 0 or high >= vocab:
+            raise ValueError(
+                f"input_ids must lie in [0, {vocab}) (the model's vocabulary), got {low}..{high}"
+            )
         device = _device(self.model)
         ids = input_ids.to(device)
         mask = torch.ones_like(ids) if attention_mask is None else attention_mask.to(device)
@@ -158,7 +167,14 @@ class HeadSteering:
             raise ValueError(
                 f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(ids.shape)}"
             )
-        return ids, mask
+        if not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError("attention_mask must hold 0 (padding) and 1 (token) only")
+        empty = (mask.sum(dim=1) == 0).nonzero().flatten().tolist()
+        if empty:
+            raise ValueError(
+                f"attention_mask rows {empty[:5]} are all zeros: every prompt needs a token"
+            )
+        return ids, mask.long()
 
     @torch.no_grad()
     def generate(
@@ -275,6 +291,10 @@ def evaluate(
         ``{kind: {"accuracy", "target_prob"}}``.
     """
     check_choice(mode, "mode", MODES)
+    check_scalar(words, "words", low=1, integer=True)
+    check_scalar(batch_size, "batch_size", low=1, integer=True)
+    if max_new_tokens is not None:
+        check_scalar(max_new_tokens, "max_new_tokens", low=1, integer=True)
     samples = check_samples(samples)
     kinds = tuple(kinds) if kinds is not None else MODE_KINDS[mode]
     targets = [s.target(mode) for s in samples]
@@ -350,6 +370,15 @@ class JuICE(HeadSteering):
         self.mode = mode
         self.alpha_plus = float(check_scalar(alpha_plus, "alpha_plus", low=0.0))
         self.alpha_minus = float(check_scalar(alpha_minus, "alpha_minus", low=0.0))
+        if not self.enhance and not self.suppress:
+            warnings.warn(
+                f"{type(self).__name__} has no heads to steer (empty enhance and suppress: "
+                "select_heads found no head that helps or hurts on the scoring samples); it "
+                "behaves exactly as the unmodified model; score more samples or other prompt "
+                "kinds",
+                UserWarning,
+                stacklevel=2,
+            )
         super().__init__(model, self._coefficients(), runs=runs)
 
     def _coefficients(self) -> dict[Head, float]:

@@ -210,22 +210,26 @@ def train_toy(
     """Train :func:`toy_model` (or ``model``) on ``world``'s batches (a :class:`ToyWorld`:
     factual, induction and conflict sequences; a :class:`~juice_lm.FactWorld`: recall,
     copying and conflict; ``shares`` of each), loss on the last position only; AdamW with
-    a cosine schedule. Returns the model in eval mode."""
-    from icml25_core import track
+    a cosine schedule. Returns the model in eval mode. A diverging loss raises
+    ``FloatingPointError`` naming ``lr``."""
+    from icml25_core import check_loss, track
 
     from .steering import forward
 
     check_scalar(steps, "steps", low=1, integer=True)
+    check_scalar(batch_size, "batch_size", low=1, integer=True)
+    check_scalar(lr, "lr", low=0.0, low_inclusive=False)
     model = toy_model(world, seed=seed) if model is None else model
     rng = np.random.default_rng(seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     device = next(model.parameters()).device
     model.train()
-    for _ in track(range(steps), "training the toy model") if progress else range(steps):
+    for step in track(range(steps), "training the toy model") if progress else range(steps):
         ids, mask, target = world.batch(rng, batch_size, shares)
         logits = forward(model, ids.to(device), mask.to(device), use_cache=False)[0][:, -1]
         loss = torch.nn.functional.cross_entropy(logits, target.to(device))
+        check_loss(loss, lr=lr, step=step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

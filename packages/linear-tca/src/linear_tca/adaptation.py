@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_scalar
+from icml25_core import check_array, check_scalar
 
 from .alignment import LinearTCA
 from .baselines import SourceOnly, Stream, TTAMethod
@@ -160,6 +160,11 @@ class ZeroShotHead(nn.Module):
         super().__init__()
         if not isinstance(text_embeddings, torch.Tensor) or text_embeddings.ndim != 2:
             raise ValueError("text_embeddings must be a (n_classes, d) tensor")
+        check_array(text_embeddings.detach(), "text_embeddings")  # finite, non-empty
+        norms = text_embeddings.detach().norm(dim=1)
+        if not bool((norms > 0).all()):
+            zero = (norms == 0).nonzero().flatten().tolist()
+            raise ValueError(f"text_embeddings rows {zero[:5]} are zero: no class direction")
         check_scalar(float(logit_scale), "logit_scale", low=0.0, low_inclusive=False)
         self.register_buffer("text", F.normalize(text_embeddings.detach().float(), dim=1))
         self.logit_scale = float(logit_scale)

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from icml25_core import check_array, check_choice, check_scalar
+from icml25_core import check_array, check_choice, check_labels, check_loss, check_scalar
 
 PROPORTIONS = ("predicted", "uniform", "oracle")
 SOLVERS = ("closed_form", "adam")
@@ -123,16 +123,25 @@ def adam_matrix(
 ) -> torch.Tensor:
     """``W`` after ``n_iter`` Adam steps (learning rate ``lr``) on :func:`coral_loss` from
     the identity: the official code's solver (20 steps at 1e-3 move each entry of ``W`` by
-    at most about 0.02)."""
+    at most about 0.02). A loss that runs away from its start
+    (:data:`icml25_core.guards.RUNAWAY` times) or stops being finite raises
+    ``FloatingPointError`` naming ``lr``."""
     d = C_source.shape[0]
     W = torch.eye(d, dtype=C_target.dtype, device=C_target.device, requires_grad=True)
     optimizer = torch.optim.Adam([W], lr=lr)
     Cs, Ct = C_source.detach(), C_target.detach()
+    start = None
     with torch.enable_grad():
-        for _ in range(n_iter):
+        for step in range(n_iter):
             optimizer.zero_grad()
-            coral_loss(W, Cs, Ct).backward()
+            loss = coral_loss(W, Cs, Ct)
+            start = float(loss.detach()) if start is None else start
+            check_loss(loss, lr=lr, step=step, reference=start, what="CORAL loss")
+            loss.backward()
             optimizer.step()
+    check_loss(
+        coral_loss(W.detach(), Cs, Ct), lr=lr, step=n_iter, reference=start, what="CORAL loss"
+    )
     return W.detach()
 
 
@@ -337,13 +346,13 @@ class LinearTCA:
             if labels is None:
                 raise ValueError('proportions="oracle" needs labels (the test labels it leaks)')
             y = torch.as_tensor(
-                np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels
-            )
-            if y.shape != (Zt.shape[0],) or y.is_floating_point() or int(y.min()) < 0:
-                raise ValueError(
-                    f"labels must be {Zt.shape[0]} non-negative integer class indices, got "
-                    f"shape {tuple(y.shape)} dtype {y.dtype}"
+                check_labels(
+                    labels.cpu().numpy() if isinstance(labels, torch.Tensor) else labels,
+                    "labels",
+                    n_classes=L.shape[1],
+                    n_samples=Zt.shape[0],
                 )
+            )
         support = select_pseudo_source(L, self.k, self.proportions, y)
         if support.numel() < 2:
             raise ValueError(

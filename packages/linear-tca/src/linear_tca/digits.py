@@ -10,7 +10,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch import nn
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import as_float_tensor, check_choice, check_labels, check_loss, check_scalar
 
 
 def digits_split(
@@ -99,22 +99,36 @@ def train_source_model(
     device: str = "cpu",
 ) -> DigitsCNN:
     """A :class:`DigitsCNN` trained with Adam and cross-entropy on clean ``(x, y)``,
-    returned in eval mode."""
+    returned in eval mode.
+
+    ``x`` (N, 1, 8, 8) and ``y`` (N,) may be tensors or NumPy arrays (converted to float32
+    images and int64 labels); NaN images, bad labels and a diverging loss (a
+    ``FloatingPointError`` naming ``lr``) are refused."""
     check_scalar(epochs, "epochs", low=1, integer=True)
     check_scalar(batch_size, "batch_size", low=1, integer=True)
+    check_scalar(lr, "lr", low=0.0, low_inclusive=False)
+    x = as_float_tensor(x, "x", dtype=torch.float32, ndim=4)
+    y = torch.as_tensor(
+        check_labels(np.asarray(y.cpu() if torch.is_tensor(y) else y), "y", n_samples=x.shape[0])
+    )
+    if x.shape[0] < 2:
+        raise ValueError(f"x must hold at least 2 images (BatchNorm), got {x.shape[0]}")
     torch.manual_seed(seed)
     model = DigitsCNN(width=width, n_classes=int(y.max()) + 1, norm=norm).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     x, y = x.to(device), y.to(device)
     model.train()
-    for _ in range(epochs):
+    start = None  # the first batch's loss: one RUNAWAY times above it diverged
+    for epoch in range(epochs):
         order = torch.randperm(x.shape[0], generator=g).to(device)
         for i in range(0, x.shape[0], batch_size):
             idx = order[i : i + batch_size]
             if idx.numel() < 2:
                 continue
             loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+            start = float(loss.detach()) if start is None else start
+            check_loss(loss, lr=lr, step=epoch, reference=start)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_scalar
+from icml25_core import check_scalar, check_state_dict
 from icml25_core.hub import PretrainedModelMixin
 
 from .ops import chamfer_distance, group_points
@@ -30,6 +30,14 @@ __all__ = [
     "PointTransformer",
     "convert_point_mae_state_dict",
 ]
+
+
+def _as_model_dtype(points: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """Float clouds in the model's dtype (float64 clouds into a float32 model are
+    converted explicitly; anything else is left for :func:`check_points` to refuse)."""
+    if isinstance(points, torch.Tensor) and points.is_floating_point():
+        return points.to(reference.dtype)
+    return points
 
 
 @dataclasses.dataclass
@@ -224,6 +232,7 @@ class PointTransformer(nn.Module, PretrainedModelMixin):
         center : Tensor, shape (B, G, 3)
         """
         cfg = self.config
+        points = _as_model_dtype(points, self.cls_token)
         neighborhood, center = group_points(points, cfg.num_group, cfg.group_size)  # checks
         tokens = self.reduce_dim(self.encoder(neighborhood))
         b = points.shape[0]
@@ -284,6 +293,8 @@ class PointTransformer(nn.Module, PretrainedModelMixin):
             ),
         )
         model = cls(config)
+        source = checkpoint if isinstance(checkpoint, str | Path) else "the checkpoint dict"
+        check_state_dict(model, state, source, strict=False)  # shapes and finiteness
         missing, unexpected = model.load_state_dict(state, strict=False)
         optional = {"cls_token", "cls_pos"}
         hard_missing = sorted(set(missing) - optional)
@@ -413,6 +424,7 @@ class PointMAE(nn.Module):
     def forward(self, points: torch.Tensor, generator: torch.Generator | None = None):
         """The reconstruction loss of a batch (a scalar tensor)."""
         cfg, enc = self.config, self.encoder
+        points = _as_model_dtype(points, enc.cls_token)
         neighborhood, center = group_points(points, cfg.num_group, cfg.group_size)  # checks
         b, g = center.shape[:2]
         n_mask = int(self.mask_ratio * g)

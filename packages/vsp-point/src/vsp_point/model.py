@@ -29,11 +29,11 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import check_choice, check_scalar, check_state_dict
 from icml25_core.hub import atomic_directory, recover_directory
 
 from .adapters import SSF, DynamicAdapter, HybridAttentionAdapter
-from .backbone import PointTransformer
+from .backbone import PointTransformer, _as_model_dtype
 from .vision import SemanticPrompter
 
 __all__ = ["ADAPTERS", "AdapterConfig", "PointAdapterModel", "attach"]
@@ -211,6 +211,7 @@ class PointAdapterModel(nn.Module):
             Class token first (this model's trainable copy), then the patch tokens.
         prompts : Tensor, shape (B, L, C), or None without a 2-D model
         """
+        points = _as_model_dtype(points, self.cls_token)
         x, pos, _ = self.backbone.embed(points)
         b = x.shape[0]
         tokens = self.token_ssf(x[:, 1:]) if self.ssf else x[:, 1:]
@@ -337,9 +338,6 @@ class PointAdapterModel(nn.Module):
             state = load_file(str(weights))
         except Exception as err:
             raise ValueError(f"cannot read adapter weights {str(weights)!r}: {err}") from err
-        bad = [k for k, v in state.items() if v.is_floating_point() and not v.isfinite().all()]
-        if bad:
-            raise ValueError(f"adapter weights {str(weights)!r} hold NaN or inf in {bad}")
         model = cls(model3d, config, model2d)
         expected = set(model.trainable_state_dict())
         if set(state) != expected:
@@ -347,6 +345,7 @@ class PointAdapterModel(nn.Module):
                 f"adapter weights {str(weights)!r} do not fit these backbones: missing "
                 f"{sorted(expected - set(state))}, unexpected {sorted(set(state) - expected)}"
             )
+        check_state_dict(model, state, weights, strict=False)  # shapes and finiteness
         model.load_state_dict(state, strict=False)
         return model
 

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_scalar, track
+from icml25_core import check_labels, check_loss, check_scalar, track
 
 from .backbone import PointMAE, PointMAEConfig, PointTransformer
 from .model import PointAdapterModel
@@ -78,16 +78,12 @@ def _schedule(optimizer, total: int, warmup: int) -> torch.optim.lr_scheduler.La
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def _check_labelled(points, labels, num_classes: int | None = None) -> None:
+def _check_labelled(points, labels, num_classes: int | None = None) -> torch.Tensor:
+    """Check the clouds; return the labels as int64 (``labels`` named in every error)."""
     check_points(points)
-    if not isinstance(labels, torch.Tensor) or labels.ndim != 1 or len(labels) != len(points):
-        raise ValueError(f"labels must be a 1-D tensor of {len(points)} class indices")
-    if labels.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
-        raise TypeError(f"labels must be integer class indices, got {labels.dtype}")
-    if num_classes is not None and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(
-            f"labels must lie in [0, {num_classes}); got [{int(labels.min())}, {int(labels.max())}]"
-        )
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"labels must be a 1-D tensor of class indices, got {type(labels)}")
+    return check_labels(labels, "labels", n_classes=num_classes, n_samples=len(points))
 
 
 def fit(
@@ -140,10 +136,16 @@ def fit(
     """
     if not isinstance(model, PointAdapterModel):
         raise TypeError(f"model must be a PointAdapterModel (vsp_point.attach), got {type(model)}")
-    _check_labelled(points, labels, model.config.num_classes)
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        check_scalar(value, name, low=1, integer=True)
+    labels = _check_labelled(points, labels, model.config.num_classes)
+    check_scalar(epochs, "epochs", low=1, integer=True)
+    check_scalar(batch_size, "batch_size", low=2, integer=True)  # the head's BatchNorm
+    if len(points) < 2:
+        raise ValueError(
+            f"points must hold at least 2 clouds (the head's BatchNorm needs two per batch), "
+            f"got {len(points)}"
+        )
     check_scalar(lr, "lr", low=0, low_inclusive=False)
+    check_scalar(weight_decay, "weight_decay", low=0.0)
     check_scalar(warmup_epochs, "warmup_epochs", low=0, integer=True)
     if checkpoint_dir is not None and (Path(checkpoint_dir) / "last").exists():
         raise FileExistsError(
@@ -173,8 +175,7 @@ def fit(
             x, y = x.to(device), y.to(device)
             logits = model(x)
             loss = F.cross_entropy(logits, y)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the training loss became {loss.item()}; lower lr")
+            check_loss(loss, lr=lr, step=len(history["loss"]))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_([p for _, p in trainable], 10.0)
@@ -218,13 +219,20 @@ def _recalibrate_batchnorm(model: PointAdapterModel, points: torch.Tensor, batch
 def evaluate(
     model: nn.Module, points: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 64
 ) -> float:
-    """Accuracy of ``model`` (clouds -> logits) on labelled clouds, in eval mode."""
-    _check_labelled(points, labels)
+    """Accuracy of ``model`` (clouds -> logits) on labelled clouds, in eval mode; labels
+    outside the model's classes are an error, not a miss."""
+    labels = _check_labelled(points, labels)
+    check_scalar(batch_size, "batch_size", low=1, integer=True)
     model.eval()
     device = next(model.parameters()).device
     correct = 0
     for s in range(0, len(points), batch_size):
         logits = model(points[s : s + batch_size].to(device))
+        if s == 0 and int(labels.max()) >= logits.shape[-1]:
+            raise ValueError(
+                f"labels must hold labels below the model's {logits.shape[-1]} classes, "
+                f"got {int(labels.max())}"
+            )
         correct += (logits.argmax(-1).cpu() == labels[s : s + batch_size]).sum().item()
     return correct / len(points)
 
@@ -264,6 +272,8 @@ def pretrain_point_mae(
     """
     check_points(points)
     check_scalar(steps, "steps", low=1, integer=True)
+    check_scalar(lr, "lr", low=0, low_inclusive=False)
+    check_scalar(weight_decay, "weight_decay", low=0.0)
     torch.manual_seed(seed)
     config = config if config is not None else PointMAEConfig()
     mae = PointMAE(
@@ -282,6 +292,7 @@ def pretrain_point_mae(
         idx = torch.randint(len(points), (min(batch_size, len(points)),), generator=gen)
         x = augment(points[idx], gen) if augmentation else points[idx]
         loss = mae(x, generator=gen)
+        check_loss(loss, lr=lr, step=len(losses))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -321,8 +332,9 @@ def pretrain_vit(
     """
     import transformers
 
-    _check_labelled(points, labels)
+    labels = _check_labelled(points, labels)
     check_scalar(steps, "steps", low=1, integer=True)
+    check_scalar(lr, "lr", low=0, low_inclusive=False)
     torch.manual_seed(seed)
     config = transformers.ViTConfig(
         hidden_size=hidden_size,
@@ -350,6 +362,7 @@ def pretrain_vit(
         logits = head(vit(pixel_values=(images - 0.5) / 0.5).last_hidden_state[:, 0])
         y = labels[idx].long()
         loss = F.cross_entropy(logits, y)
+        check_loss(loss, lr=lr, step=len(hits))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
