@@ -17,3 +17,17 @@ class TestConformance(PackageConformance):
                 "lr",
             )
         }
+
+    def label_consumers(self):
+        import torch
+
+        from linear_tca import LinearTCA
+
+        g = torch.Generator().manual_seed(0)
+        Z = torch.randn(40, 4, generator=g, dtype=torch.float64)
+        logits = torch.randn(40, 3, generator=g, dtype=torch.float64)
+
+        def oracle(labels):
+            LinearTCA(proportions="oracle").fit(Z, logits, labels=labels)
+
+        return {"LinearTCA.fit": (oracle, "labels", logits.argmax(1).numpy(), 3)}
