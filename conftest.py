@@ -14,7 +14,9 @@ import pytest
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 _share = max(1, (os.cpu_count() or 1) // _workers)
 if _workers > 1:
-    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    # numba too: its "omp" threading layer shares torch's libgomp, and scanpy's parallel
+    # kernels set the OpenMP team to NUMBA_NUM_THREADS (default: every core) for torch too
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(_var, str(_share))
 
 
