@@ -75,13 +75,25 @@ def test_official_checkpoint_errors_name_the_file(tmp_path):
     state = _official_state(SequenceVAE())
     del state["decoder.out.weight"]
     torch.save(state, tmp_path / "partial.pth")
-    with pytest.raises(ValueError, match=r"partial\.pth.*missing \['decoder.out.weight'\]"):
+    with pytest.raises(
+        ValueError, match=r"partial\.pth does not hold .* missing decoder\.out\.weight"
+    ):
         SequenceVAE.from_official_checkpoint(tmp_path / "partial.pth")
     state = _official_state(SequenceVAE())
     state["decoder.out.bias"] = torch.full((15,), float("nan"))
     torch.save(state, tmp_path / "nan.pth")
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(
+        ValueError, match=r"nan\.pth holds NaN or infinite weights in decoder\.out\.bias"
+    ):
         SequenceVAE.from_official_checkpoint(tmp_path / "nan.pth")
+    state = _official_state(SequenceVAE())
+    state["decoder.out.bias"] = torch.zeros(16)
+    torch.save(state, tmp_path / "shape.pth")
+    with pytest.raises(
+        ValueError,
+        match=r"shape\.pth holds tensors of the wrong shape .*decoder\.out\.bias \(16,\)",
+    ):
+        SequenceVAE.from_official_checkpoint(tmp_path / "shape.pth")
 
 
 @pytest.mark.parametrize("decoder", ["gru", "transformer"])

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import check_choice, check_scalar, check_state_dict
 from icml25_core.hub import PretrainedModelMixin
 
 __all__ = ["DECODERS", "ConvEncoder", "GRUDecoder", "SequenceVAE", "TransformerDecoder"]
@@ -394,18 +394,6 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         config = {"decoder": "gru", "logvar_activation": "softplus", **overrides}
         model = cls(**config)
         state = {k: v for k, v in state.items() if not k.startswith(_OFFICIAL_EXTRA)}
-        want = model.state_dict()
-        missing, unexpected = sorted(set(want) - set(state)), sorted(set(state) - set(want))
-        wrong = sorted(k for k in set(want) & set(state) if want[k].shape != state[k].shape)
-        if missing or unexpected or wrong:
-            raise ValueError(
-                f"checkpoint {str(path)!r} does not fit SequenceVAE({config}): missing {missing[:5]}, "
-                f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}"
-            )
-        bad = sorted(
-            k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()
-        )
-        if bad:
-            raise ValueError(f"checkpoint {str(path)!r} has non-finite tensors {bad[:5]}")
+        check_state_dict(model, state, path)  # keys, shapes, finiteness, naming the file
         model.load_state_dict(state)
         return model.eval()
