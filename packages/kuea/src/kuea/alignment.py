@@ -123,6 +123,17 @@ def _as_data(images) -> Tensor | torch.utils.data.Dataset:
     )
 
 
+def _check_weights(tower, head, kern, step, lr, kernel_lr) -> None:
+    """NaN weights after ``step`` are a ``FloatingPointError`` naming the learning rate. Run
+    before a checkpoint and after the last step only: between them a NaN tower shows up in
+    the next step's embedding check, without a pass over every weight per step."""
+    for module in (tower, head):
+        if module is not None:
+            check_module_finite(module, lr=lr, step=step)
+    if kern is not None:
+        check_module_finite(kern, lr=kernel_lr, lr_name="kernel_lr", step=step)
+
+
 def align(
     clip_model: nn.Module,
     teacher: Callable[[Tensor], Any],
@@ -404,11 +415,6 @@ def align(
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
-                for module in (tower.trainable, head):
-                    if module is not None:
-                        check_module_finite(module, lr=lr, step=step)
-                if kern is not None and learn_kernel_params:
-                    check_module_finite(kern, lr=kernel_lr, lr_name="kernel_lr", step=step)
                 metrics = {
                     "step": step + 1,
                     "lr": optimizer.param_groups[0]["lr"],
@@ -423,7 +429,10 @@ def align(
                 if callback is not None:
                     callback(step + 1, metrics)
                 bar.advance(task)
-                if ckpt is not None and ((step + 1) % every == 0 or step + 1 == steps):
+                saving = ckpt is not None and ((step + 1) % every == 0 or step + 1 == steps)
+                if saving or step + 1 == steps:  # the next step's checks come too late here
+                    _check_weights(tower.trainable, head, kern, step, lr, kernel_lr)
+                if saving:
                     ckpt.save(step + 1, history, tower.trainable, frozen, optimizer, kern, head)
     finally:
         tower.trainable.train(modes)
