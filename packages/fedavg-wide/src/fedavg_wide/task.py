@@ -22,7 +22,7 @@ from .data import (
     pathological_partition,
     synthetic_regression,
 )
-from .models import CNN, MLP
+from .models import CNN, MLP, PARAMETERIZATIONS
 
 __all__ = ["Settings", "build_model", "federated_data"]
 
@@ -78,7 +78,7 @@ class Settings:
         check_scalar(self.weight_decay, "weight_decay", low=0.0)
         check_scalar(self.seed, "seed", low=0, integer=True)
         check_scalar(self.min_nodes, "min_nodes", low=0, integer=True)
-        check_choice(self.parameterization, "parameterization", ("ntk", "standard"))
+        check_choice(self.parameterization, "parameterization", PARAMETERIZATIONS)
         check_scalar(self.local_steps, "local_steps", low=1, integer=True)
         check_scalar(self.num_server_rounds, "num_server_rounds", low=1, integer=True)
         check_scalar(self.lr, "lr", low=0.0, low_inclusive=False)

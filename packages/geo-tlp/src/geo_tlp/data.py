@@ -176,28 +176,6 @@ def snapshots_from_edges(
     return out
 
 
-def _read_edges(path, encoding, delimiter, columns, ids, out) -> None:
-    """Append the csv's edges to ``out = (s, d, ts)``, numbering labels in ``ids``."""
-    src, dst, time = columns
-    s, d, ts = out
-    with path.open(newline="", encoding=encoding) as fh:
-        reader = csv.DictReader(fh, delimiter=delimiter)
-        missing = [c for c in (src, dst, time) if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(
-                f"{path} has no column(s) {missing}; its header is {reader.fieldnames}"
-            )
-        for line, row in enumerate(reader, start=2):
-            try:
-                ts.append(float(row[time]))
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"{path}, line {line}: time {row[time]!r} is not a number"
-                ) from None
-            s.append(ids.setdefault(row[src], len(ids)))
-            d.append(ids.setdefault(row[dst], len(ids)))
-
-
 def load_edge_csv(
     path: str | Path,
     *,
@@ -236,7 +214,22 @@ def load_edge_csv(
     ids: dict[str, int] = {}
     s, d, ts = [], [], []
     try:
-        _read_edges(path, encoding, delimiter, (src, dst, time), ids, (s, d, ts))
+        with path.open(newline="", encoding=encoding) as fh:
+            reader = csv.DictReader(fh, delimiter=delimiter)
+            missing = [c for c in (src, dst, time) if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(
+                    f"{path} has no column(s) {missing}; its header is {reader.fieldnames}"
+                )
+            for line, row in enumerate(reader, start=2):  # decoding errors come from here
+                try:
+                    ts.append(float(row[time]))
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"{path}, line {line}: time {row[time]!r} is not a number"
+                    ) from None
+                s.append(ids.setdefault(row[src], len(ids)))
+                d.append(ids.setdefault(row[dst], len(ids)))
     except UnicodeDecodeError as err:
         raise ValueError(
             f"{path} is not valid {encoding} text ({err.reason} at byte {err.start}); pass "
