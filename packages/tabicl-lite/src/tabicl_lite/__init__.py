@@ -3,7 +3,9 @@
 :class:`TabICLClassifier` is a scikit-learn classifier whose ``fit`` only stores the
 training table: a pretrained :class:`TabICL` network predicts test rows with the training
 rows as context. A small checkpoint, pretrained by :mod:`tabicl_lite.pretrain` on the SCM
-prior of :mod:`tabicl_lite.prior`, ships inside the wheel.
+prior of :mod:`tabicl_lite.prior`, ships inside the wheel; the official TabICL v1
+checkpoints load through :mod:`tabicl_lite.convert` and run with the official
+preprocessing (:mod:`tabicl_lite.official`).
 """
 
 from importlib.metadata import version as _version
@@ -13,6 +15,7 @@ from icml25_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .classifier import TabICLClassifier, load_model, shipped_checkpoint_path
+    from .convert import from_official_checkpoint
     from .hierarchy import build_tree
     from .model import TabICL, TabICLConfig
     from .prior import PriorConfig, sample_batch, sample_table
@@ -28,6 +31,7 @@ __all__ = [
     "TabICLConfig",
     "__version__",
     "build_tree",
+    "from_official_checkpoint",
     "load_model",
     "sample_batch",
     "sample_table",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from importlib.resources import as_file, files
 from numbers import Integral, Real
 from pathlib import Path
@@ -14,16 +15,30 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder, OrdinalEncoder
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from icml25_core import select_device
 from icml25_core.hub import CONFIG_NAME, WEIGHTS_NAME
 
+from .convert import from_official_checkpoint
 from .hierarchy import build_tree, tree_log_proba
 from .model import TabICL
+from .official import (
+    OFFICIAL_NORM_METHODS,
+    SHUFFLE_METHODS,
+    OfficialPipeline,
+    official_members,
+)
 from .preprocessing import NORM_METHODS, Member, Normalizer, OutlierClipper, make_members
+
+PREPROCESSING = ("auto", "official", "lite")
+#: ensemble size when ``n_estimators=None``: the official classifier's 32 for the official
+#: preprocessing, 8 for this package's own (its small checkpoint gains little beyond)
+DEFAULT_ESTIMATORS = {"official": 32, "lite": 8}
+#: the official hierarchy floors each member's class probabilities: log(p + 1e-6)
+HIERARCHY_FLOOR = 1e-6
 
 SHIPPED_CHECKPOINT = "lite"
 
@@ -34,96 +49,143 @@ def shipped_checkpoint_path() -> Path:
         return Path(path)
 
 
-def _identity(folder: Path) -> tuple:
+def _identity(path: Path) -> tuple:
     """What the cache keys a checkpoint on: its resolved path and each file's size and
     modification time, so a checkpoint rewritten in place is loaded again."""
-    stats = []
-    for name in (CONFIG_NAME, WEIGHTS_NAME):
-        file = folder / name
-        if file.exists():
-            st = file.stat()
-            stats.append((name, st.st_size, st.st_mtime_ns))
-    return (str(folder.resolve()), tuple(stats))
+    files = [path] if path.is_file() else [path / CONFIG_NAME, path / WEIGHTS_NAME]
+    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
+    return (str(path.resolve()), tuple(stats))
 
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str, device: str, identity: tuple) -> TabICL:
-    model = TabICL.from_pretrained(path, map_location=device)
+    if Path(path).is_file():
+        model = from_official_checkpoint(path, map_location=device)
+    else:
+        model = TabICL.from_pretrained(path, map_location=device)
     for p in model.parameters():
         p.requires_grad_(False)
-    return model
+    return model.eval()
 
 
 def load_model(model_path: str | Path | None = None, device: str | None = None) -> TabICL:
-    """Load a TabICL checkpoint folder (the shipped one by default), cached per process
-    by the folder and its files' sizes and modification times (a checkpoint saved again
-    in place is reloaded).
+    """Load a TabICL checkpoint (the shipped one by default), cached per process by its
+    path and its files' sizes and modification times (a checkpoint saved again in place
+    is reloaded).
+
+    ``model_path`` is a checkpoint folder of this package (``config.json`` +
+    ``model.safetensors``) or an official TabICL v1 ``.ckpt`` file, converted on load
+    (:func:`tabicl_lite.convert.from_official_checkpoint`).
 
     The returned model is shared and frozen; it is in eval mode and must not be trained.
     """
     path = shipped_checkpoint_path() if model_path is None else Path(model_path)
-    if not path.is_dir():
+    if not path.is_dir() and not path.is_file():
         raise FileNotFoundError(
-            f"model_path must be a checkpoint folder (config.json + model.safetensors), "
-            f"got {str(path)!r}"
+            "model_path must be a checkpoint folder (config.json + model.safetensors) or an "
+            f"official TabICL .ckpt file, got {str(path)!r}"
         )
     return _load(str(path.resolve()), select_device(device), _identity(path))
+
+
+def _seed(random_state) -> int | None:
+    """The integer seed of the official ensemble (``random.Random(seed)``): an int as given,
+    ``None`` as given (fresh randomness, as the official), else one drawn from the
+    ``RandomState``."""
+    if random_state is None or isinstance(random_state, Integral):
+        return None if random_state is None else int(random_state)
+    return int(check_random_state(random_state).randint(2**31))
 
 
 class TabICLClassifier(ClassifierMixin, BaseEstimator):
     """Tabular classification by in-context learning with a pretrained TabICL.
 
     ``fit`` stores and preprocesses the training table (no gradient step); ``predict_proba``
-    runs the network with the training rows as context. An ensemble of ``n_estimators``
-    views (normalizations, Latin feature orders, class shifts) is averaged in logit space.
+    runs the network with the training rows as context. An ensemble of views
+    (normalizations, feature orders, class shifts) is averaged in logit space.
+
+    Two preprocessings (``preprocessing``):
+
+    * ``"official"``: the official TabICL v1 classifier's (:mod:`tabicl_lite.official`):
+      mean imputation, constant columns dropped, standard scaling clipped at ±100, the
+      normaliser fitted on the scaled rows, a two-pass soft outlier clip; members cross a
+      random Latin square of feature orders with class shifts, as the official draws them
+      from ``random_state``. What the official checkpoints were trained on.
+    * ``"lite"``: this package's own: a hard clip at mean ± ``outlier_threshold`` std,
+      the normaliser on the clipped rows, cyclic shifts of one random feature order;
+      the network standardises the columns itself. What the shipped checkpoint was
+      trained on.
+
+    ``"auto"`` (default) picks ``"official"`` for a converted official checkpoint
+    (``config.standardize=False``) and ``"lite"`` for this package's checkpoints.
 
     Parameters
     ----------
-    n_estimators : int, default=8
-        Ensemble members.
+    n_estimators : int or None, default=None
+        Ensemble members; ``None``: 32 (the official default) with the official
+        preprocessing, 8 with this package's.
     norm_methods : tuple of str, default=("none", "power")
         Normalizations cycled over the members: ``"none"``, ``"power"`` (Yeo-Johnson),
-        ``"quantile"``.
-    feature_shuffle : bool, default=True
-        Members see the features in cyclic shifts of one random order.
+        ``"quantile"``; the official preprocessing also has ``"quantile_rtdl"`` and
+        ``"robust"``.
+    feature_shuffle : bool or str, default=True
+        Members see the features in different orders. Official preprocessing: ``True``
+        is ``"latin"`` (rows of a random Latin square); ``"shift"``, ``"random"``,
+        ``"none"`` as the official. This package's: cyclic shifts of one random order.
     class_shift : bool, default=True
-        Members relabel class ``c`` as ``(c + s_i) mod K`` (undone on their outputs);
-        not used with more than ``max_classes`` classes.
+        Members relabel class ``c`` as ``(c + s_i) mod K`` (undone on their outputs).
+        This package's preprocessing does not shift with more than ``max_classes``
+        classes.
     outlier_threshold : float or None, default=4.0
-        Clip features to mean ± threshold·std of their training values (``None``: off).
+        Outlier bounds at mean ± threshold·std of the training values (``None``: off;
+        this package's preprocessing only).
     softmax_temperature : float, default=0.9
     categorical_features : list of int or str, bool mask, or None
-        Columns holding categories (any dtype, strings included); they are ordinal-encoded
-        on the training rows, unseen categories at predict become missing values. Other
-        columns must be numeric.
+        Columns holding categories (any dtype, strings included); ordinal-encoded on the
+        training rows. In a DataFrame, string, object, category and bool columns are
+        categorical without being listed. Unseen and missing categories become a missing
+        value (``"lite"``) or the code -1 (``"official"``, as the official). Other columns
+        must be numeric (nullable ``Int64`` / ``Float64`` with ``pd.NA`` included).
+    preprocessing : {"auto", "official", "lite"}, default="auto"
+    official_shortcut : bool, default=False
+        With the official preprocessing, replicate the official code's column-embedding
+        shortcut: in each batch of 8 members of one normaliser, member ``i`` reads the
+        feature order ``P0[Pi^-1[P0]]`` instead of its own ``Pi`` (see the README). Off:
+        every member reads its own order, as the official design intends.
     batch_size : int, default=1024
         Test rows per forward pass.
     model_path : path, optional
-        A checkpoint folder (``config.json`` + ``model.safetensors``); the checkpoint
-        shipped in the wheel by default. Nothing is downloaded.
+        A checkpoint folder (``config.json`` + ``model.safetensors``) or an official TabICL
+        v1 ``.ckpt`` file (converted on load); the checkpoint shipped in the wheel by
+        default. Nothing is downloaded.
     device : str, optional
         ``"cuda"``, ``"mps"`` or ``"cpu"``; the best available by default.
     random_state : int, RandomState or None, default=0
-        Seeds the feature orders and class shifts.
+        Seeds the feature orders and class shifts (and the quantile normalisers).
 
     Attributes
     ----------
     classes_ : ndarray, shape (n_classes,)
     n_features_in_ : int
     model_ : TabICL
+    preprocessing_ : str
+        ``"official"`` or ``"lite"``.
+    categorical_mask_ : ndarray of bool, shape (n_features_in_,)
     members_ : list of Member
-    train_views_ : ndarray, shape (n_estimators, n_samples, n_features)
-        The training table as each member sees it (clipped, normalized, reordered).
+    train_views_ : ndarray, shape (n_members, n_samples, n_features_used)
+        The training table as each member sees it.
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
         "norm_methods": [tuple, list],
-        "feature_shuffle": ["boolean"],
+        "feature_shuffle": ["boolean", StrOptions(set(SHUFFLE_METHODS))],
         "class_shift": ["boolean"],
         "outlier_threshold": [Interval(Real, 0, None, closed="neither"), None],
         "softmax_temperature": [Interval(Real, 0, None, closed="neither")],
         "categorical_features": ["array-like", None],
+        "preprocessing": [StrOptions(set(PREPROCESSING))],
+        "official_shortcut": ["boolean"],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "model_path": [str, os.PathLike, None],
         "device": [str, None],
@@ -133,13 +195,15 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        n_estimators: int = 8,
+        n_estimators: int | None = None,
         norm_methods: tuple[str, ...] = ("none", "power"),
-        feature_shuffle: bool = True,
+        feature_shuffle: bool | str = True,
         class_shift: bool = True,
         outlier_threshold: float | None = 4.0,
         softmax_temperature: float = 0.9,
         categorical_features=None,
+        preprocessing: str = "auto",
+        official_shortcut: bool = False,
         batch_size: int = 1024,
         model_path: str | Path | None = None,
         device: str | None = None,
@@ -152,6 +216,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         self.outlier_threshold = outlier_threshold
         self.softmax_temperature = softmax_temperature
         self.categorical_features = categorical_features
+        self.preprocessing = preprocessing
+        self.official_shortcut = official_shortcut
         self.batch_size = batch_size
         self.model_path = model_path
         self.device = device
@@ -163,16 +229,25 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self) -> None:
-        """scikit-learn's ``_parameter_constraints``, then what they cannot say."""
-        self._validate_params()
-        if not len(self.norm_methods):
+    def _check_params(self, mode: str) -> None:
+        """What ``_parameter_constraints`` cannot say, for preprocessing ``mode``."""
+        allowed = OFFICIAL_NORM_METHODS if mode == "official" else NORM_METHODS
+        if not len(self.norm_methods) or any(m not in allowed for m in self.norm_methods):
             raise ValueError(
-                f"norm_methods must be a non-empty tuple from {NORM_METHODS}, got "
-                f"{self.norm_methods!r}"
+                f"norm_methods must be a non-empty tuple from {allowed} with "
+                f"preprocessing={mode!r}, got {self.norm_methods!r}"
             )
-        for m in self.norm_methods:
-            Normalizer(m)
+        if mode == "lite" and isinstance(self.feature_shuffle, str):
+            raise ValueError(
+                "feature_shuffle must be True or False with preprocessing='lite' (the "
+                f"methods {SHUFFLE_METHODS} are the official preprocessing's), got "
+                f"{self.feature_shuffle!r}"
+            )
+        if mode == "official" and self.outlier_threshold is None:
+            raise ValueError(
+                "outlier_threshold=None is not supported with preprocessing='official' (the "
+                "official pipeline always clips outliers); give a threshold such as 4.0"
+            )
 
     def _categorical_mask(self, n_features: int) -> np.ndarray:
         cats = self.categorical_features
@@ -204,37 +279,99 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
                 )
         return mask
 
-    def _encode(self, X, y=None, *, reset: bool):
-        """Validate X (and y at fit) and return X as floats, categoricals ordinal-encoded."""
+    def _columns(self, X, y, *, reset: bool):
+        """Validate X (and y at fit); return X's numeric part as float64 (NaN missing), its
+        categorical part as an object array (NaN missing) and y."""
+        frame = hasattr(X, "columns") and hasattr(X, "dtypes")
         if reset:
-            X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False)
+            Xa, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False)
+            mask = self._categorical_mask(Xa.shape[1])
+            if frame:
+                from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+                auto = [not is_numeric_dtype(t) or is_bool_dtype(t) for t in X.dtypes]
+                other = [
+                    str(c)
+                    for c, t in zip(X.columns, X.dtypes, strict=True)
+                    if t.kind in "mM" or str(t).startswith(("period", "interval"))
+                ]
+                if other:
+                    raise ValueError(
+                        f"X has columns of unsupported dtype (dates, periods): {other}; convert "
+                        "them to numbers or categories"
+                    )
+                mask |= np.asarray(auto, dtype=bool)
+            self.categorical_mask_ = mask
         else:
-            X = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=False)
+            Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=False)
+        cat = self.categorical_mask_
+        if frame:
+            num = np.column_stack(
+                [
+                    X.iloc[:, j].to_numpy(dtype=np.float64, na_value=np.nan)
+                    for j in np.flatnonzero(~cat)
+                ]
+                or [np.empty((len(X), 0))]
+            )
+            cats = np.column_stack(
+                [self._categories(X.iloc[:, j]) for j in np.flatnonzero(cat)]
+                or [np.empty((len(X), 0), dtype=object)]
+            )
+        else:
+            try:
+                num = np.asarray(Xa[:, ~cat], dtype=np.float64)
+            except ValueError as err:
+                raise ValueError(
+                    "X has non-numeric values in columns not declared in categorical_features; "
+                    f"declare them there ({err})"
+                ) from None
+            cats = Xa[:, cat]
+        if np.isinf(num).any():
+            raise ValueError("X contains infinity; replace it with a finite value or NaN (missing)")
+        return num, cats, y
+
+    def _categories(self, column) -> np.ndarray:
+        """A categorical DataFrame column as objects, NaN for missing. The official
+        preprocessing keeps ``None`` in an object column as a category of its own (as the
+        official's encoder does) and maps ``pd.NA`` to missing (where the official fails)."""
+        values = column.to_numpy(dtype=object)
+        if self.preprocessing_ == "official":
+            missing = np.array([v is not None for v in values]) & column.isna().to_numpy()
+        else:
+            missing = column.isna().to_numpy()
+        values[missing] = np.nan
+        return values
+
+    def _encode(self, X, y=None, *, reset: bool):
+        """X as a float64 matrix: numeric columns (NaN missing) and categorical codes;
+        official preprocessing puts the categorical columns first, as the official."""
+        num, cats, y = self._columns(X, y, reset=reset)
+        official = self.preprocessing_ == "official"
         if reset:
-            self.categorical_mask_ = self._categorical_mask(X.shape[1])
-            cat = self.categorical_mask_
+            missing = -1 if official else np.nan
             self.encoder_ = (
                 OrdinalEncoder(
                     handle_unknown="use_encoded_value",
-                    unknown_value=np.nan,
-                    encoded_missing_value=np.nan,
-                ).fit(X[:, cat])
-                if cat.any()
+                    unknown_value=missing,
+                    encoded_missing_value=missing,
+                )
+                if cats.shape[1]
                 else None
             )
-        cat = self.categorical_mask_
-        out = np.empty(X.shape, dtype=np.float64)
-        try:
-            out[:, ~cat] = np.asarray(X[:, ~cat], dtype=np.float64)
-        except ValueError as err:
-            raise ValueError(
-                "X has non-numeric values in columns not declared in categorical_features; "
-                f"declare them there ({err})"
-            ) from None
-        if np.isinf(out[:, ~cat]).any():
-            raise ValueError("X contains infinity; replace it with a finite value or NaN (missing)")
-        if cat.any():
-            out[:, cat] = self.encoder_.transform(X[:, cat])
+            if self.encoder_ is not None:
+                try:
+                    self.encoder_.fit(cats)
+                except TypeError as err:
+                    raise ValueError(
+                        f"a categorical column of X mixes value types ({err}); convert it to str"
+                    ) from None
+        codes = self.encoder_.transform(cats) if self.encoder_ is not None else cats
+        codes = np.asarray(codes, dtype=np.float64)
+        if official:
+            return np.hstack([codes, num]), y
+        out = np.empty((num.shape[0], self.categorical_mask_.size), dtype=np.float64)
+        out[:, ~self.categorical_mask_] = num
+        out[:, self.categorical_mask_] = codes
         return out, y
 
     # ------------------------------------------------------------------ API
@@ -243,8 +380,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like, shape (n_samples, n_features)
-            NaN marks a missing value; infinities are refused.
+        X : array-like or DataFrame, shape (n_samples, n_features)
+            NaN (or ``pd.NA``) marks a missing value; infinities are refused.
         y : array-like, shape (n_samples,)
             Class labels (any hashable values, e.g. strings).
 
@@ -252,7 +389,13 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
+        self._validate_params()
+        self.model_ = load_model(self.model_path, self.device)
+        mode = self.preprocessing
+        if mode == "auto":
+            mode = "lite" if self.model_.config.standardize else "official"
+        self._check_params(mode)
+        self.preprocessing_ = mode
         Xf, y = self._encode(X, y, reset=True)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
@@ -262,41 +405,83 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"y has one class ({self.classes_[0]!r}); a classifier needs at least 2 classes"
             )
-        self.model_ = load_model(self.model_path, self.device)
         max_classes = self.model_.config.max_classes
         self.tree_ = build_tree(n_classes, max_classes) if n_classes > max_classes else None
-        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
-        self.members_: list[Member] = make_members(
-            self.n_estimators,
-            Xf.shape[1],
-            n_classes,
-            tuple(self.norm_methods),
-            self.feature_shuffle,
-            self.class_shift and self.tree_ is None,
-            rng,
-        )
-        self.clipper_ = OutlierClipper(self.outlier_threshold).fit(Xf)
-        clipped = self.clipper_.transform(Xf)
-        self.normalizers_ = {m: Normalizer(m).fit(clipped) for m in set(self.norm_methods)}
-        self.train_views_ = self._views(Xf)
+        n_estimators = self.n_estimators or DEFAULT_ESTIMATORS[mode]
+        if mode == "official":
+            self._fit_official(Xf, n_estimators, n_classes)
+        else:
+            rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+            self.members_: list[Member] = make_members(
+                n_estimators,
+                Xf.shape[1],
+                n_classes,
+                tuple(self.norm_methods),
+                self.feature_shuffle,
+                self.class_shift and self.tree_ is None,
+                rng,
+            )
+            self.clipper_ = OutlierClipper(self.outlier_threshold).fit(Xf)
+            clipped = self.clipper_.transform(Xf)
+            self.normalizers_ = {m: Normalizer(m).fit(clipped) for m in set(self.norm_methods)}
+            self.train_views_ = self._views(Xf)
         self.y_train_ = encoder.transform(y)
         return self
 
+    def _fit_official(self, Xf: np.ndarray, n_estimators: int, n_classes: int) -> None:
+        """The official pipeline on the encoded training rows ``Xf``."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
+            self.impute_ = np.nan_to_num(np.nanmean(Xf, axis=0))
+        Xf = np.where(np.isnan(Xf), self.impute_, Xf)
+        if Xf.shape[0] > 1:
+            self.keep_ = np.array([np.unique(col).size > 1 for col in Xf.T], dtype=bool)
+        else:
+            self.keep_ = np.ones(Xf.shape[1], dtype=bool)
+        if not self.keep_.any():
+            raise ValueError(
+                "every feature of X is constant on the training rows; the official "
+                "preprocessing drops constant features and nothing would be left"
+            )
+        Xf = Xf[:, self.keep_]
+        seed = _seed(self.random_state)
+        shuffle = self.feature_shuffle
+        shuffle = ("latin" if shuffle else "none") if isinstance(shuffle, bool) else shuffle
+        self.members_ = official_members(
+            n_estimators,
+            Xf.shape[1],
+            n_classes,
+            tuple(self.norm_methods),
+            shuffle,
+            self.class_shift,
+            seed,
+            shortcut=self.official_shortcut,
+        )
+        self.pipelines_ = {}
+        normed = {}
+        for norm in dict.fromkeys(m.norm for m in self.members_):
+            self.pipelines_[norm] = OfficialPipeline(norm, self.outlier_threshold, seed)
+            normed[norm] = self.pipelines_[norm].fit_transform(Xf)
+        self.train_views_ = self._stack(normed)
+
+    def _stack(self, normed: dict) -> np.ndarray:
+        """(n_members, n_rows, n_features) float32 from each normalization's rows."""
+        views = np.stack([normed[m.norm][:, m.features] for m in self.members_])
+        if not np.isfinite(views).all():
+            raise ValueError(
+                "the preprocessing produced non-finite values (a column too extreme for its "
+                "normalizer); try norm_methods=('none',)"
+            )
+        return views.astype(np.float32)
+
     def _views(self, X: np.ndarray) -> np.ndarray:
-        """(n_members, n_rows, n_features) float32: each member's view of rows X."""
+        """(n_members, n_rows, n_features) float32: each member's view of encoded rows X."""
+        if self.preprocessing_ == "official":
+            X = np.where(np.isnan(X), self.impute_, X)[:, self.keep_]
+            return self._stack({m: p.transform(X) for m, p in self.pipelines_.items()})
         clipped = self.clipper_.transform(X)
         normed = {m: n.transform(clipped) for m, n in self.normalizers_.items()}
         return np.stack([normed[m.norm][:, m.features] for m in self.members_]).astype(np.float32)
-
-    @torch.inference_mode()
-    def _log_proba_groups(
-        self, train: torch.Tensor, labels: torch.Tensor, test: torch.Tensor, k: int
-    ) -> torch.Tensor:
-        """Member log-probabilities ``(M, n_test, k)`` of one block of test rows (at most
-        ``batch_size``, see :meth:`predict_log_proba`) over ``k`` classes."""
-        X = torch.cat((train, test), dim=1)
-        logits = self.model_(X, labels)[..., :k] / self.softmax_temperature
-        return torch.log_softmax(logits.double(), dim=-1)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Log class probabilities, shape (n_samples, n_classes), columns as ``classes_``.
@@ -310,31 +495,41 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         blocks = range(0, Xf.shape[0], self.batch_size)
         return np.concatenate([self._log_proba_block(Xf[s : s + self.batch_size]) for s in blocks])
 
+    @torch.inference_mode()
     def _log_proba_block(self, Xf: np.ndarray) -> np.ndarray:
         """:meth:`predict_log_proba` of encoded rows ``Xf`` (n_rows, n_features)."""
         device = next(self.model_.parameters()).device
         train = torch.from_numpy(self.train_views_).to(device)
-        test = torch.from_numpy(self._views(Xf)).to(device)
-        n_classes = self.classes_.size
+        X = torch.cat((train, torch.from_numpy(self._views(Xf)).to(device)), dim=1)
+        n_classes, n_train = self.classes_.size, train.shape[1]
         y = self.y_train_
+        shifts = np.array([m.shift for m in self.members_])
+        temperature = self.softmax_temperature
+        # member i saw class c as (c + s_i) mod K: its column (c + s_i) mod K is class c
+        back = (np.arange(n_classes)[None, :] + shifts[:, None]) % n_classes  # (M, K)
         if self.tree_ is None:
-            shifts = np.array([m.shift for m in self.members_])[:, None]
-            labels = torch.from_numpy((y[None, :] + shifts) % n_classes).to(device)
-            logp = self._log_proba_groups(train, labels, test, n_classes).cpu().numpy()
-            # member i saw class c as (c + s_i) mod K: read its column back
-            index = (np.arange(n_classes)[None, :] + shifts) % n_classes  # (M, K)
-            logp = np.take_along_axis(logp, index[:, None, :], axis=2)
-            mean = logp.mean(axis=0)
-        else:
-            members = len(self.members_)
+            labels = torch.from_numpy((y[None, :] + shifts[:, None]) % n_classes).to(device)
+            logits = self.model_(X, labels)[..., :n_classes] / temperature
+            logp = torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
+            mean = np.take_along_axis(logp, back[:, None, :], axis=2).mean(axis=0)
+            return mean - np.logaddexp.reduce(mean, axis=1, keepdims=True)
+        # the hierarchy: row representations once, then the in-context stage per tree node
+        rows = self.model_.represent(X, n_train)
+        test = torch.arange(n_train, X.shape[1], device=device)
+        members = []
+        for i, shift in enumerate(shifts):
 
-            def classify(rows: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
-                labels = torch.from_numpy(np.broadcast_to(groups, (members, groups.size)).copy())
-                index = torch.from_numpy(rows).to(device)
-                logp = self._log_proba_groups(train[:, index], labels.to(device), test, k)
-                return logp.cpu().numpy()
+            def classify(index: np.ndarray, groups: np.ndarray, k: int, i=i) -> np.ndarray:
+                keep = torch.cat((torch.from_numpy(index).to(device), test))
+                labels = torch.from_numpy(groups).to(device)[None]
+                logits = self.model_.icl(rows[i : i + 1, keep], labels)[0, :, :k] / temperature
+                return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
 
-            mean = tree_log_proba(self.tree_, y, n_classes, classify).mean(axis=0)
+            logp = tree_log_proba(self.tree_, (y + shift) % n_classes, n_classes, classify)
+            if self.preprocessing_ == "official":
+                logp = np.log(np.exp(logp) + HIERARCHY_FLOOR)
+            members.append(logp[:, back[i]])
+        mean = np.mean(members, axis=0)
         return mean - np.logaddexp.reduce(mean, axis=1, keepdims=True)
 
     def predict_proba(self, X) -> np.ndarray:

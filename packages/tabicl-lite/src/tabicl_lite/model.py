@@ -24,6 +24,11 @@ class TabICLConfig:
     The paper's v1 model uses ``embed_dim=128``, column stage 3 blocks / 4 heads / 128
     inducing points, row stage 3 blocks / 8 heads / 4 CLS tokens, ICL stage 12 blocks /
     4 heads (width ``n_cls * embed_dim`` = 512). :meth:`lite` is the size shipped here.
+
+    ``standardize=True`` standardises every column with its training rows and clips it at
+    ``±clip_z`` inside the network (this package's checkpoints). The official checkpoints
+    (:mod:`tabicl_lite.convert`) were trained on tables the classifier had already
+    standardised: they have ``standardize=False`` and expect no missing values.
     """
 
     max_classes: int = 10
@@ -39,6 +44,7 @@ class TabICLConfig:
     icl_heads: int = 4
     ff_factor: int = 2
     clip_z: float = 4.0
+    standardize: bool = True
 
     @classmethod
     def lite(cls) -> TabICLConfig:
@@ -175,11 +181,11 @@ class ICLearning(nn.Module):
 class TabICL(nn.Module, PretrainedModelMixin):
     """TabICL (Qu et al., ICML 2025): a tabular foundation model for in-context learning.
 
-    ``forward(X, y_train)`` standardizes every column with its training rows, embeds the
-    columns (:class:`ColumnEmbedding`), turns each row into a fixed-width vector
-    (:class:`RowInteraction`) and predicts the test rows from the labelled training rows
-    (:class:`ICLearning`). No weight changes at prediction time: the training rows are
-    the context.
+    ``forward(X, y_train)`` standardizes every column with its training rows (unless
+    ``config.standardize`` is off), embeds the columns (:class:`ColumnEmbedding`), turns
+    each row into a fixed-width vector (:class:`RowInteraction`) and predicts the test
+    rows from the labelled training rows (:class:`ICLearning`). No weight changes at
+    prediction time: the training rows are the context.
 
     Parameters
     ----------
@@ -228,28 +234,45 @@ class TabICL(nn.Module, PretrainedModelMixin):
         Tensor, shape (B, T - n_train, max_classes)
         """
         n_train = y_train.shape[1]
-        if X.ndim != 3 or y_train.ndim != 2 or X.shape[0] != y_train.shape[0]:
+        if y_train.ndim != 2 or X.ndim != 3 or X.shape[0] != y_train.shape[0]:
             raise ValueError(
                 f"X must be (B, T, H) and y_train (B, n_train); got {tuple(X.shape)} and "
                 f"{tuple(y_train.shape)}"
             )
         if not 0 < n_train < X.shape[1]:
             raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
-        Z = standardize(X, n_train, self.config.clip_z)
-        b, t, h = Z.shape
-        cells = self.chunk_cells if not torch.is_grad_enabled() else b * t * h
-        per_cols = max(1, cells // (b * t))
-        emb = torch.cat(
-            [self.col(Z[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
-        )
-        per_rows = max(1, cells // (b * h))
-        rows = torch.cat([self.row(emb[:, i : i + per_rows]) for i in range(0, t, per_rows)], dim=1)
-        logits = self.icl(rows, y_train)
+        logits = self.icl(self.represent(X, n_train), y_train)
         if n_classes is not None:
             k = torch.as_tensor(n_classes, device=X.device).reshape(-1, 1, 1)
             absent = torch.arange(self.config.max_classes, device=X.device) >= k
             logits = logits.masked_fill(absent, float("-inf"))
         return logits
+
+    def represent(self, X: torch.Tensor, n_train: int) -> torch.Tensor:
+        """Row representations: the column and row stages, ``(B, T, H) -> (B, T, icl_dim)``.
+
+        The in-context stage (``self.icl(rows, y_train)``) can then run on any subset of
+        the rows, as the class hierarchy does, without embedding the columns again.
+        """
+        if X.ndim != 3:
+            raise ValueError(f"X must be (B, T, H), got shape {tuple(X.shape)}")
+        if not 0 < n_train <= X.shape[1]:
+            raise ValueError(f"need 0 < n_train <= T rows, got n_train={n_train}, T={X.shape[1]}")
+        if self.config.standardize:
+            X = standardize(X, n_train, self.config.clip_z)
+        elif torch.isnan(X).any():
+            raise ValueError(
+                "X has missing values (NaN); a model with standardize=False (an official "
+                "checkpoint) expects imputed, standardised tables: use TabICLClassifier"
+            )
+        b, t, h = X.shape
+        cells = self.chunk_cells if not torch.is_grad_enabled() else b * t * h
+        per_cols = max(1, cells // (b * t))
+        emb = torch.cat(
+            [self.col(X[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
+        )
+        per_rows = max(1, cells // (b * h))
+        return torch.cat([self.row(emb[:, i : i + per_rows]) for i in range(0, t, per_rows)], dim=1)
 
     @property
     def n_params(self) -> int:
