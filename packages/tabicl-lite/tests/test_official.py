@@ -150,6 +150,10 @@ def test_checkpoint_files_are_read_without_unpickling_objects(tmp_path):
     torch.save({"config": {}, "state_dict": {}, "payload": Path("x")}, evil)
     with pytest.raises(ValueError, match=r"evil.ckpt is not a readable .*weights_only"):
         from_official_checkpoint(evil)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"{}")
+    with pytest.raises(ValueError, match="pass the folder holding it"):
+        TabICLClassifier(model_path=weights).fit(np.eye(4), [0, 1, 0, 1])
     plain = tmp_path / "plain.ckpt"
     torch.save({"weights": torch.zeros(2)}, plain)
     with pytest.raises(ValueError, match="needs 'config' and 'state_dict'"):

@@ -85,6 +85,11 @@ def load_model(model_path: str | Path | None = None, device: str | None = None) 
             "model_path must be a checkpoint folder (config.json + model.safetensors) or an "
             f"official TabICL .ckpt file, got {str(path)!r}"
         )
+    if path.is_file() and path.suffix == ".safetensors":
+        raise ValueError(
+            f"model_path {str(path)!r} is a weights file alone; pass the folder holding it "
+            "and its config.json"
+        )
     return _load(str(path.resolve()), select_device(device), _identity(path))
 
 
