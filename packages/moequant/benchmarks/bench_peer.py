@@ -6,12 +6,18 @@ here on a CPU with transformers 5's fused MoE experts (it unfuses them into per-
 
 1. Quantization, same model and calibration: the experiment's cached Mixtral-architecture
    model (``--smoke``: a random one of the same shape), 16 windows x 128 tokens of its
-   training text, 4 bits, asymmetric, group 32, routers and ``lm_head`` left in float for
+   training text, 4 bits, symmetric, group 32, routers and ``lm_head`` left in float for
    the peer (it targets ``Linear`` layers; our router is quantized too). Wall time and peak
    memory: llm-compressor GPTQ (reference), moequant GPTQ, moequant MoEQuant (AGQ).
 2. Size on disk: fp32 and fp16 ``save_pretrained`` vs moequant's packed 4-bit folder.
 3. CPU inference: forward throughput (tokens/s, 4 x 256 tokens) of the packed model
    (dequantize on the fly) vs the fp32 model.
+4. Serving: both quantized checkpoints loaded back with transformers'
+   ``AutoModelForCausalLM.from_pretrained`` (compressed-tensors) and evaluated (perplexity of
+   held-out windows): moequant's :func:`moequant.export.export`, and llm-compressor's own
+   ``save_pretrained(save_compressed=True)``, as written and with its Mixtral expert names
+   mapped (llm-compressor writes ``experts.{e}.gate_proj|up_proj|down_proj`` where
+   transformers reads ``w1|w3|w2``; unmapped, the experts load randomly initialised).
 
 Run: ``icml25 bench moequant`` (or ``--smoke``).
 """
@@ -20,24 +26,52 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
+import shutil
 import tempfile
 from pathlib import Path
 
 import torch
 
 from icml25_core import BenchReport, compare, make_report
-from moequant import quantize
+from moequant import perplexity, quantize
+from moequant.export import export
 from moequant.io import save_quantized
 from moequant.lm import cached_model, tiny_mixtral, train_tokenizer
 
-BITS, GROUP, N_CAL, CAL_LEN = 4, 32, 16, 128
+BITS, GROUP, N_CAL, CAL_LEN, EVAL_LEN = 4, 32, 16, 128, 128
 
 
 def _folder_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
-def _peer(model_dir: Path, tokenizer, calibration: torch.Tensor):
+EXPERT_NAMES = {"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}
+_EXPERT_KEY = re.compile(
+    r"^(.*\.(?:block_sparse_moe|mlp)\.experts\.\d+)\.(gate_proj|up_proj|down_proj)\.(.*)$"
+)
+
+
+def map_mixtral_expert_names(folder: Path) -> int:
+    """Rename llm-compressor's Mixtral expert tensors to the names transformers reads;
+    returns how many were renamed."""
+    from safetensors.torch import load_file, save_file
+
+    renamed = 0
+    for file in sorted(folder.glob("*.safetensors")):
+        state = load_file(str(file))
+        out = {}
+        for key, value in state.items():
+            m = _EXPERT_KEY.match(key)
+            if m:
+                key = f"{m[1]}.{EXPERT_NAMES[m[2]]}.{m[3]}"
+                renamed += 1
+            out[key] = value
+        save_file(out, str(file), metadata={"format": "pt"})
+    return renamed
+
+
+def _peer(model_dir: Path, tokenizer, calibration: torch.Tensor, out_dir: Path):
     from datasets import Dataset
     from llmcompressor import oneshot
     from llmcompressor.modifiers.quantization import GPTQModifier
@@ -46,7 +80,7 @@ def _peer(model_dir: Path, tokenizer, calibration: torch.Tensor):
     scheme = {
         "num_bits": BITS,
         "type": "int",
-        "symmetric": False,
+        "symmetric": True,
         "strategy": "group",
         "group_size": GROUP,
     }
@@ -68,8 +102,35 @@ def _peer(model_dir: Path, tokenizer, calibration: torch.Tensor):
             max_seq_length=CAL_LEN,
             num_calibration_samples=len(calibration),
         )
+        shutil.rmtree(out_dir, ignore_errors=True)
+        model.save_pretrained(out_dir, save_compressed=True)
 
     return run
+
+
+def _serving(model, packed, tmp: Path, held_out: torch.Tensor) -> list[str]:
+    """Perplexity of the checkpoints as transformers loads them back (item 4)."""
+    from transformers import AutoModelForCausalLM
+
+    def ppl(m) -> float:
+        return perplexity(m, held_out, EVAL_LEN)
+
+    export(packed, tmp / "export")
+    rows = {
+        "fp32": ppl(model),
+        "moequant packed (in memory)": ppl(packed),
+        "moequant export, loaded by transformers": ppl(
+            AutoModelForCausalLM.from_pretrained(tmp / "export", device_map="cpu")
+        ),
+    }
+    if (tmp / "peer").is_dir():
+        load = AutoModelForCausalLM.from_pretrained
+        rows["llm-compressor artefact as written"] = ppl(load(tmp / "peer", device_map="cpu"))
+        n = map_mixtral_expert_names(tmp / "peer")
+        rows[f"llm-compressor artefact, {n} expert tensors renamed"] = ppl(
+            load(tmp / "peer", device_map="cpu")
+        )
+    return [f"held-out perplexity, {name}: {value:.3f}" for name, value in rows.items()]
 
 
 def run(smoke: bool = False) -> BenchReport:
@@ -98,7 +159,7 @@ def run(smoke: bool = False) -> BenchReport:
         reference = "moequant GPTQ"
         if importlib.util.find_spec("llmcompressor") is not None:
             candidates = {
-                "llm-compressor GPTQ": _peer(tmp / "fp32", tokenizer, calibration),
+                "llm-compressor GPTQ": _peer(tmp / "fp32", tokenizer, calibration, tmp / "peer"),
                 **candidates,
             }
             reference = "llm-compressor GPTQ"
@@ -115,6 +176,7 @@ def run(smoke: bool = False) -> BenchReport:
 
         packed = quantize(copy.deepcopy(model), calibration, "moequant", BITS, GROUP)
         save_quantized(packed, tmp / "packed")
+        notes.extend(_serving(model, packed, tmp, ids[-(8 * EVAL_LEN) :]))
         copy.deepcopy(model).half().save_pretrained(tmp / "fp16")
         sizes = {k: _folder_mib(tmp / k) for k in ("fp32", "fp16", "packed")}
         notes.append(

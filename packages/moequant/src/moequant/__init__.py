@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from .adapters import ADAPTERS, MoEAdapter, register_adapter
     from .calibration import ebss, expert_balance, random_tokens, routing_counts, self_generate
     from .evaluation import perplexity
+    from .export import export
     from .gptq_solver import Hessian, gptq, reconstruction_error
     from .io import load_quantized, save_quantized
     from .layerwise import QuantConfig, quantize
@@ -34,6 +35,7 @@ __all__ = [
     "__version__",
     "ebss",
     "expert_balance",
+    "export",
     "gptq",
     "load_quantized",
     "pack",

@@ -135,6 +135,7 @@ def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
                 method,
                 bits,
                 cfg["group"],
+                sym=False,  # the asymmetric regime this experiment has always measured
                 affinity_power=power,
                 log=True,
             )

@@ -9,8 +9,11 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_model, save_model
+from safetensors.torch import save_model
 from torch import nn
+
+from icml25_core.guards import load_state_dict_file
+from icml25_core.hub import atomic_directory
 
 from .adapters import MoEAdapter, adapter_for, get
 from .layerwise import QuantConfig, _set
@@ -19,19 +22,40 @@ from .modules import QuantExperts, QuantLinear, QuantRouter
 WEIGHTS, QUANT_CONFIG = "model.safetensors", "quant_config.json"
 
 
-def save_quantized(model: nn.Module, path: str | Path, tokenizer=None) -> Path:
-    """Write a model returned by :func:`moequant.quantize` to the folder ``path``."""
+#: what a save of :func:`save_quantized` holds (an existing folder is replaced only when
+#: every entry matches one of these)
+SAVE_CONTENTS = (
+    "config.json",
+    "generation_config.json",
+    QUANT_CONFIG,
+    WEIGHTS,
+    "tokenizer*",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab*",
+    "merges.txt",
+    "chat_template*",
+)
+
+
+def save_quantized(
+    model: nn.Module, path: str | Path, tokenizer=None, *, overwrite: bool = False
+) -> Path:
+    """Write a model returned by :func:`moequant.quantize` to the folder ``path``.
+
+    The folder is written atomically (a temporary folder, then a rename); an existing
+    non-empty folder is refused unless ``overwrite=True`` and it holds a previous save.
+    """
     cfg = getattr(model, "quant_config", None)
     if not isinstance(cfg, QuantConfig):
         raise ValueError("model has no quant_config: quantize it with moequant.quantize first")
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.config.save_pretrained(path)
-    (path / QUANT_CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2))
-    save_model(model, str(path / WEIGHTS))
-    if tokenizer is not None:
-        tokenizer.save_pretrained(path)
-    return path
+    with atomic_directory(path, overwrite=overwrite, contents=SAVE_CONTENTS) as tmp:
+        model.config.save_pretrained(tmp)
+        (tmp / QUANT_CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2))
+        save_model(model, str(tmp / WEIGHTS))
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+    return Path(path)
 
 
 def _groups(cols: int, group_size: int) -> int:
@@ -46,7 +70,10 @@ def load_quantized(path: str | Path, device: str | torch.device = "cpu") -> nn.M
     for name in ("config.json", QUANT_CONFIG, WEIGHTS):
         if not (path / name).is_file():
             raise FileNotFoundError(f"{path} has no {name}: not a folder written by save_quantized")
-    cfg = QuantConfig(**json.loads((path / QUANT_CONFIG).read_text()))
+    try:
+        cfg = QuantConfig(**json.loads((path / QUANT_CONFIG).read_text()))
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as err:
+        raise ValueError(f"{path / QUANT_CONFIG} is not a moequant quant config: {err}") from None
     config = AutoConfig.from_pretrained(path)
     model = AutoModelForCausalLM.from_config(config)
     try:
@@ -81,6 +108,6 @@ def load_quantized(path: str | Path, device: str | torch.device = "cpu") -> nn.M
         else:
             raise ValueError(f"{QUANT_CONFIG}: unknown module kind {kind!r} for {name}")
         _set(model, name, new)
-    load_model(model, str(path / WEIGHTS), strict=True, device=str(device))
+    load_state_dict_file(model, path / WEIGHTS, map_location=device)
     model.quant_config = cfg
     return model.to(device).eval()

@@ -281,7 +281,7 @@ def quantize(
     method: str = "moequant",
     bits: int = 4,
     group_size: int = 128,
-    sym: bool = False,
+    sym: bool = True,
     act_order: bool = False,
     damp: float = 0.01,
     blocksize: int = 128,
@@ -305,7 +305,8 @@ def quantize(
         or -1 for one group per output row.
     sym, act_order, damp, blocksize
         GPTQ options (symmetric grid, columns by decreasing Hessian diagonal, relative
-        damping, lazy-update block).
+        damping, lazy-update block). Symmetric by default (since 0.3.0): asymmetric MoE
+        checkpoints do not load in transformers (see :func:`moequant.export.export`).
     affinity_power : float
         ``p`` in ``c^p`` (AGQ); 1 is the paper's formula, 2 scales the inputs by ``c``.
     batch_size : int
