@@ -12,6 +12,7 @@ Two oracles:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -57,17 +58,16 @@ PAPER = dict(
 )
 
 
-def _randomize(model: torch.nn.Module) -> None:
-    """Random non-zero weights (the official initialises output projections at zero)."""
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "rope" in name:
-                continue  # fixed RoPE frequencies
-            if p.ndim == 1 and ("norm" in name or "ln" in name):
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
-            else:
-                p.copy_(torch.randn_like(p) * p.shape[-1] ** -0.5)
+@functools.cache
+def _reference_script():
+    """``official/make_v1_reference.py`` as a module: the weights and the table the
+    reference was recorded with are made by the same code here."""
+    spec = importlib.util.spec_from_file_location(
+        "make_v1_reference", HERE / "make_v1_reference.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_converted_network_computes_the_official_logits(size, dtype):
     inference = pytest.importorskip("tabicl._model.inference_config")
     config = {**(LITE if size == "lite" else PAPER), **V1}
     net = official.TabICL(**config)
-    _randomize(net)
+    _reference_script().randomize(net)
     net = net.to(dtype).eval()
     enc = net.icl_predictor.y_encoder  # the official casts one-hot labels to float32 only
 
@@ -184,15 +184,6 @@ def test_a_model_without_in_network_standardisation_refuses_missing_values(
 
 
 # ---------------------------------------------------------------- classifier parity
-def _reference_frame():
-    spec = importlib.util.spec_from_file_location(
-        "make_v1_reference", HERE / "make_v1_reference.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make_frame()
-
-
 def _case(name: str, ref):
     if name == "wine":
         return (*load_wine(return_X_y=True), {})
@@ -201,7 +192,7 @@ def _case(name: str, ref):
         return (*load_breast_cancer(return_X_y=True), {"n_estimators": 10, "norm_methods": norms})
     if name == "classes25":
         return ref["classes25_X"], np.repeat(np.arange(25), 8), {"n_estimators": 6}
-    return (*_reference_frame(), {"n_estimators": 12})
+    return (*_reference_script().make_frame(), {"n_estimators": 12})
 
 
 @pytest.mark.parametrize("name", ["wine", "breast_cancer", "classes25", "frame"])

@@ -33,21 +33,13 @@ from torch import nn
 
 from icml25_core.hub import atomic_directory
 
+from .io import TOKENIZER_FILES, WEIGHTS
 from .layerwise import QuantConfig
 from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
 from .quantizer import unpack
 
 FORMATS = ("compressed-tensors",)
-EXPORT_CONTENTS = (
-    "config.json",
-    "generation_config.json",
-    "model.safetensors",
-    "tokenizer*",
-    "special_tokens_map.json",
-    "vocab*",
-    "merges.txt",
-    "chat_template*",
-)
+EXPORT_CONTENTS = ("config.json", "generation_config.json", WEIGHTS, *TOKENIZER_FILES)
 
 
 def _matrices(pw: PackedWeight, index: int | None = None):

@@ -24,11 +24,8 @@ WEIGHTS, QUANT_CONFIG = "model.safetensors", "quant_config.json"
 
 #: what a save of :func:`save_quantized` holds (an existing folder is replaced only when
 #: every entry matches one of these)
-SAVE_CONTENTS = (
-    "config.json",
-    "generation_config.json",
-    QUANT_CONFIG,
-    WEIGHTS,
+#: what ``tokenizer.save_pretrained`` writes
+TOKENIZER_FILES = (
     "tokenizer*",
     "special_tokens_map.json",
     "added_tokens.json",
@@ -36,6 +33,7 @@ SAVE_CONTENTS = (
     "merges.txt",
     "chat_template*",
 )
+SAVE_CONTENTS = ("config.json", "generation_config.json", QUANT_CONFIG, WEIGHTS, *TOKENIZER_FILES)
 
 
 def save_quantized(

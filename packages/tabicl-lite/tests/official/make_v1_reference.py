@@ -42,19 +42,28 @@ CONFIG = dict(
 )
 
 
+def randomize(model: torch.nn.Module, seed: int | None = 0) -> None:
+    """Random non-zero weights from ``seed`` (``None``: the global generator as it stands),
+    as the official initialises output projections at zero; LayerNorms near 1 / 0, RoPE
+    frequencies left as they are (fixed, not learned)."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "rope" in name:
+                continue
+            if p.ndim == 1 and ("norm" in name or "ln" in name):
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) * p.shape[-1] ** -0.5)
+
+
 def random_network():
     from tabicl.model.tabicl import TabICL
 
     torch.manual_seed(0)
     model = TabICL(**CONFIG)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "rope" in name:
-                continue  # fixed frequencies, not learned
-            if p.ndim == 1 and ("norm" in name or "ln" in name):
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
-            else:
-                p.copy_(torch.randn_like(p) * p.shape[-1] ** -0.5)
+    randomize(model, seed=None)  # the generator after the constructor's draws
     return model.eval()
 
 
