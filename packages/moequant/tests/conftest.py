@@ -2,7 +2,14 @@
 
 import pytest
 import torch
-from transformers import MixtralConfig, MixtralForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM
+from transformers import (
+    MixtralConfig,
+    MixtralForCausalLM,
+    Qwen2MoeConfig,
+    Qwen2MoeForCausalLM,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
+)
 
 COMMON = {
     "vocab_size": 96,
@@ -40,6 +47,21 @@ def qwen2_moe(seed=0, norm_topk_prob=False):
     return model
 
 
+def qwen3_moe(seed=0):
+    torch.manual_seed(seed)
+    cfg = Qwen3MoeConfig(
+        intermediate_size=64, moe_intermediate_size=32, num_experts=4, head_dim=16, **COMMON
+    )
+    model = Qwen3MoeForCausalLM(cfg).eval()
+    with torch.no_grad():  # a zero router would route every token alike
+        for layer in model.model.layers:
+            layer.mlp.gate.weight.normal_(0, 0.5)
+    return model
+
+
+BUILD = {"mixtral": mixtral, "qwen2_moe": qwen2_moe, "qwen3_moe": qwen3_moe}
+
+
 class ToyTokenizer:
     """What the calibration samplers read from a tokenizer."""
 
@@ -48,7 +70,7 @@ class ToyTokenizer:
 
 @pytest.fixture(params=["mixtral", "qwen2_moe"])
 def model(request):
-    return {"mixtral": mixtral, "qwen2_moe": qwen2_moe}[request.param]()
+    return BUILD[request.param]()
 
 
 @pytest.fixture
