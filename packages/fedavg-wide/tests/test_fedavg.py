@@ -1,6 +1,7 @@
 """FedAvg and the centralized reference: exact identities, the weighted server mean,
 partial participation, errors."""
 
+import copy
 import math
 
 import numpy as np
@@ -199,3 +200,89 @@ def test_a_linearized_model_running_away_stops_naming_lr():
     model = linearize(MLP(3, 1, 64, seed=0).double())
     with pytest.raises(FloatingPointError, match=r"global training loss became .*beyond .*lr=50"):
         FedAvg(model, clients, lr=50.0, local_steps=1, rounds=200)
+
+
+class _BatchNormDropout(torch.nn.Module):
+    """A user's model with both kinds of mode-dependent layer."""
+
+    def __init__(self, n_in=64, n_out=1, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(n_in, 32),
+            torch.nn.BatchNorm1d(32),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(0.5),
+            torch.nn.Linear(32, n_out),
+        )
+
+    def forward(self, x):
+        return self.net(x.flatten(1))
+
+
+def _digit_clients(n=3):
+    from fedavg_wide import Settings, federated_data
+
+    return federated_data(Settings(partition="iid", dtype="float64"), n)
+
+
+def test_batch_norm_and_dropout_models_train_in_train_mode_and_are_evaluated_in_eval_mode():
+    clients, test = _digit_clients()
+    model = _BatchNormDropout().double()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    hist = FedAvg(model, clients, lr=0.1, local_steps=3, rounds=2, batch_size=16, test=test)
+    out = hist.model
+    assert not out.training
+    x = test[0][:20]
+    with torch.no_grad():
+        assert torch.equal(out(x), out(x))  # dropout off
+    bn = out.net[1]
+    stats = (bn.running_mean.clone(), bn.running_var.clone(), bn.num_batches_tracked.clone())
+    evaluate(out, *test)  # evaluation leaves the running statistics alone
+    assert torch.equal(bn.running_mean, stats[0]) and torch.equal(bn.running_var, stats[1])
+    assert torch.equal(bn.num_batches_tracked, stats[2])
+    # the running statistics were averaged from the clients' training passes, not from
+    # evaluation: 2 rounds x 3 local steps, every client alike
+    assert int(bn.num_batches_tracked) == 6
+    assert not torch.allclose(bn.running_mean, torch.zeros_like(bn.running_mean))
+    # the user's model is untouched (mode and state)
+    assert model.training
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    # the reported accuracy is the eval-mode accuracy of the returned model
+    assert hist.test_accuracy[-1] == evaluate(out, *test)[1]
+
+
+def test_buffers_are_averaged_like_parameters():
+    """One round, two clients of equal size: the global running mean is the mean of the
+    two clients' running means after their local steps (same seeds as FedAvg uses)."""
+    from fedavg_wide import batch_seed, local_update
+
+    clients, _ = _digit_clients(2)
+    n = min(len(clients[0][0]), len(clients[1][0]))
+    clients = [(x[:n], y[:n]) for x, y in clients]
+    model = _BatchNormDropout().double()
+    hist = FedAvg(model, clients, lr=0.1, local_steps=2, rounds=1, seed=3)
+    means = []
+    for m, (x, y) in enumerate(clients):
+        local = copy.deepcopy(model)
+        local_update(local, x, y, lr=0.1, local_steps=2, seed=batch_seed(3, 1, m))
+        means.append(local.net[1].running_mean)
+    torch.testing.assert_close(
+        hist.model.net[1].running_mean, (means[0] + means[1]) / 2, rtol=1e-12, atol=1e-15
+    )
+
+
+def test_local_update_seeds_its_dropout_and_leaves_the_global_generator_alone():
+    from fedavg_wide import local_update
+
+    (x, y), *_ = _digit_clients(2)[0]
+    a, b = _BatchNormDropout().double(), _BatchNormDropout().double()
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    local_update(a, x, y, lr=0.1, local_steps=2, seed=5)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    local_update(b, x, y, lr=0.1, local_steps=2, seed=5)
+    for (k, u), v in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+        assert torch.equal(u, v), k
+    assert a.training  # its mode is restored

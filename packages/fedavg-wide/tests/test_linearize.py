@@ -83,3 +83,34 @@ def test_weight_and_kernel_change_are_zero_at_init_and_positive_after_training()
         relative_weight_change(trained, MLP(4, 2, 8).double())
     with pytest.raises(TypeError, match=r"nn\.Module"):
         linearize(lambda t: t)
+
+
+def test_official_metrics_weight_rmse_and_taylor_remainder():
+    from fedavg_wide import linearization_gap, weight_rmse
+
+    ref = MLP(5, 2, 16, depth=2, seed=0).double()
+    moved = copy.deepcopy(ref)
+    with torch.no_grad():
+        for p in moved.parameters():
+            p.add_(0.3)
+    assert weight_rmse(moved, ref) == pytest.approx(0.3, rel=1e-12)
+    # the Taylor remainder of an affine model is zero; of a ReLU net it is second order
+    lin_model = torch.nn.Linear(5, 2).double()
+    shifted = copy.deepcopy(lin_model)
+    with torch.no_grad():
+        shifted.weight.add_(1.0)
+    x = torch.randn(40, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert linearization_gap(shifted, lin_model, x) < 1e-12
+    torch.manual_seed(0)  # a smooth network: the remainder is exactly second order
+    smooth = torch.nn.Sequential(
+        torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2)
+    ).double()
+    direction = [torch.randn_like(p) for p in smooth.parameters()]
+    gaps = []
+    for step in (1e-2, 5e-3):
+        m = copy.deepcopy(smooth)
+        with torch.no_grad():
+            for p, d in zip(m.parameters(), direction, strict=True):
+                p.add_(step * d)
+        gaps.append(linearization_gap(m, smooth, x))
+    assert gaps[0] / gaps[1] == pytest.approx(4.0, rel=0.05)  # halving the step quarters it

@@ -113,3 +113,17 @@ def test_analytic_ntk_at_zero_input_without_bias_is_finite_and_matches_torch():
     assert torch.isfinite(k).all()
     model = MLP(3, 1, 64, depth=2, sigma_b=0.0, seed=0).double()
     torch.testing.assert_close(empirical_ntk(model, x, output="trace"), k)
+
+
+def test_official_init_draws_every_weight_with_variance_one_and_a_half_over_width():
+
+    net = MLP(784, 1, 128, depth=2, parameterization="official", seed=0)
+    for layer in [*net.hidden, net.readout]:
+        assert float(layer.weight.detach().std()) == pytest.approx((1.5 / 128) ** 0.5, rel=0.1)
+        assert (layer.w_scale, layer.b_scale) == (1.0, 1.0)  # the standard forward
+    biases = torch.cat([layer.bias.detach() for layer in [*net.hidden, net.readout]])
+    assert float(biases.std()) == pytest.approx(0.1, rel=0.15)
+    with pytest.raises(ValueError, match="official regression MLP"):
+        CNN(1, 10, 8, parameterization="official")
+    with pytest.raises(ValueError, match="parameterization"):
+        MLP(4, 1, 8, parameterization="mup")

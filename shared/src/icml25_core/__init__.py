@@ -10,7 +10,7 @@ from importlib.metadata import version as _version
 
 from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_report
 from .cache import build_once, cache_dir
-from .device import select_device
+from .device import quiet_forward_mode, select_device
 from .environment import environment
 from .experiment import PROFILE_NAMES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
 from .files import write_json_atomic
@@ -85,6 +85,7 @@ __all__ = [
     "make_report",
     "markdown_table",
     "mean_metric",
+    "quiet_forward_mode",
     "render_result",
     "run_experiment",
     "save_figure",

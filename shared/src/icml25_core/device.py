@@ -1,8 +1,10 @@
-"""Device choice for torch code: cuda, then mps, then cpu."""
+"""Device choice for torch code (cuda, then mps, then cpu) and a torch runtime quirk."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 
 _VALID = ("cuda", "mps", "cpu")
 
@@ -55,3 +57,13 @@ def select_device(preference: str | None = "auto") -> str:
             raise RuntimeError(f"device {preference!r} requested but it is not available here")
         return preference
     return next(name for name in _VALID if available[name])
+
+
+@contextlib.contextmanager
+def quiet_forward_mode():
+    """Silence the ``FutureWarning`` torch's forward-mode autograd raises on its first use
+    (``torch.func.jvp`` / ``jacfwd`` script their decompositions with the deprecated
+    ``torch.jit.script``); only that warning, only inside the block."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
+        yield

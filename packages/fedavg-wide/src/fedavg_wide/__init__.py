@@ -25,17 +25,19 @@ if TYPE_CHECKING:  # the public API, imported on first use (the entry point stay
         pathological_partition,
         synthetic_regression,
     )
-    from .fedavg import FedAvg, History, centralized_gd, evaluate, local_update
+    from .fedavg import FedAvg, History, batch_seed, centralized_gd, evaluate, local_update
     from .linearization import (
         LinearizedModel,
         empirical_ntk,
+        linearization_gap,
         linearize,
         ntk_change,
         relative_weight_change,
+        weight_rmse,
     )
     from .models import CNN, MLP, analytic_ntk
     from .simulation import simulate
-    from .task import Settings, build_model, federated_data
+    from .task import Settings, build_model, federated_data, load_global
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
 
@@ -50,6 +52,7 @@ __all__ = [
     "Settings",
     "__version__",
     "analytic_ntk",
+    "batch_seed",
     "build_model",
     "centralized_gd",
     "dirichlet_partition",
@@ -57,8 +60,10 @@ __all__ = [
     "evaluate",
     "federated_data",
     "iid_partition",
+    "linearization_gap",
     "linearize",
     "load_digits",
+    "load_global",
     "local_update",
     "make_clients",
     "ntk_change",
@@ -66,4 +71,5 @@ __all__ = [
     "relative_weight_change",
     "simulate",
     "synthetic_regression",
+    "weight_rmse",
 ]

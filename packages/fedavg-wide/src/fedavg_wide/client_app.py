@@ -15,7 +15,7 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
 from .fedavg import _check_data, batch_seed, local_update
-from .task import Settings, build_model, federated_data
+from .task import Settings, build_model, federated_data, load_global
 
 
 def _partition(context: Context, settings: Settings) -> tuple[int, int]:
@@ -30,13 +30,20 @@ def _partition(context: Context, settings: Settings) -> tuple[int, int]:
 
 
 def train_step(
-    received: dict, settings: Settings, partition_id: int, n_clients: int, server_round: int
+    received: dict,
+    settings: Settings,
+    partition_id: int,
+    n_clients: int,
+    server_round: int,
+    *,
+    model_fn=build_model,
+    data_fn=federated_data,
 ):
-    """One client round from the global parameters ``received``; returns ``(parameters,
-    metrics)``."""
-    clients, _ = federated_data(settings, n_clients)
-    model = build_model(settings)
-    model.load_state_dict(received)
+    """One client round from the global state ``received``; returns ``(state, metrics)``.
+    ``model_fn(settings)`` builds the model, ``data_fn(settings, n_clients)`` gives
+    ``(clients, test)`` (see :func:`make_client_app`)."""
+    clients, _ = data_fn(settings, n_clients)
+    model = load_global(model_fn(settings), received)
     X, y = _check_data(f"partition {partition_id}", *clients[partition_id], settings.loss, model)
     loss = local_update(
         model,
@@ -53,9 +60,16 @@ def train_step(
     return state, {"train-loss": loss, "num-examples": len(X)}
 
 
-def make_client_app(mods=None, **overrides) -> ClientApp:
+def make_client_app(
+    mods=None, *, model_fn=build_model, data_fn=federated_data, **overrides
+) -> ClientApp:
     """A ``ClientApp`` whose settings are ``context.run_config`` overlaid with
-    ``overrides``; ``mods``: Flower mods wrapped around its train function."""
+    ``overrides``; ``mods``: Flower mods wrapped around its train function.
+
+    Your own model and data: ``model_fn(settings) -> nn.Module`` (the same initial model
+    on every call) and ``data_fn(settings, n_clients) -> (clients, test)`` (``clients`` a
+    list of ``(X, y)``, client ``i`` trains ``clients[i]``), the same two on the server
+    (:func:`~fedavg_wide.server_app.make_server_app`)."""
     app = ClientApp(mods=mods)
 
     @app.train()
@@ -64,7 +78,9 @@ def make_client_app(mods=None, **overrides) -> ClientApp:
         pid, n = _partition(context, settings)
         server_round = int(msg.content["config"]["server-round"])
         received = msg.content["arrays"].to_torch_state_dict()
-        state, metrics = train_step(received, settings, pid, n, server_round)
+        state, metrics = train_step(
+            received, settings, pid, n, server_round, model_fn=model_fn, data_fn=data_fn
+        )
         reply = RecordDict({"arrays": ArrayRecord(state), "metrics": MetricRecord(metrics)})
         return Message(content=reply, reply_to=msg)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +36,7 @@ from torch.nn import functional as F
 
 from icml25_core import check_choice, check_labels, check_loss, check_scalar, check_targets
 
-__all__ = ["FedAvg", "History", "centralized_gd", "evaluate", "local_update"]
+__all__ = ["FedAvg", "History", "batch_seed", "centralized_gd", "evaluate", "local_update"]
 
 LOSSES = ("mse", "cross_entropy")
 
@@ -60,7 +61,7 @@ class History:
     participants : list of list of int
         Client indices trained in each round.
     model : nn.Module
-        The final global model.
+        The final global model, in eval mode.
     """
 
     rounds: list[int] = field(default_factory=list)
@@ -95,14 +96,27 @@ def _accuracy(kind: str, out: torch.Tensor, y: torch.Tensor) -> float:
     return math.nan
 
 
+@contextmanager
+def _mode(model: nn.Module, training: bool):
+    """``model`` in train (``True``) or eval mode inside the block, its own mode after."""
+    was = model.training
+    model.train(training)
+    try:
+        yield model
+    finally:
+        model.train(was)
+
+
 @torch.no_grad()
 def evaluate(
     model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss: str = "mse"
 ) -> tuple[float, float]:
-    """``(loss, accuracy)`` of ``model`` on ``(X, y)``. Accuracy: argmax for cross-entropy;
-    for MSE, sign agreement with +-1 targets on one output or argmax agreement with one-hot
-    targets, else NaN (a regression)."""
-    out = model(X)
+    """``(loss, accuracy)`` of ``model`` on ``(X, y)``, in eval mode (dropout off, batch
+    norm on its running statistics, which are left unchanged); the model's mode is
+    restored. Accuracy: argmax for cross-entropy; for MSE, sign agreement with +-1 targets
+    on one output or argmax agreement with one-hot targets, else NaN (a regression)."""
+    with _mode(model, False):
+        out = model(X)
     return float(_loss_fn(loss, out, y)), _accuracy(loss, out, y)
 
 
@@ -117,7 +131,7 @@ def _check_data(name: str, X, y, loss: str, model: nn.Module) -> tuple[torch.Ten
     if not torch.isfinite(X).all():
         raise ValueError(f"{name}: X must be finite (no NaN or inf)")
     X = X.to(device=p.device, dtype=p.dtype)
-    with torch.no_grad():
+    with torch.no_grad(), _mode(model, False):  # a probe: no batch-norm statistics change
         outputs = model(X[:1]).shape[1]
     if loss == "cross_entropy":
         y = check_labels(y, f"{name}: y", n_classes=outputs, n_samples=len(X)).to(p.device)
@@ -200,11 +214,23 @@ def local_update(
     loss: str = "mse",
     seed: int = 0,
 ) -> float:
-    """``local_steps`` steps of (stochastic) gradient descent on ``model`` in place; returns
-    the loss of the last step's batch before its update. Raises ``FloatingPointError``
-    naming ``lr`` when the loss stops being finite."""
+    """``local_steps`` steps of (stochastic) gradient descent on ``model`` in place, in train
+    mode (dropout on, batch-norm statistics updated; the model's mode is restored after);
+    ``seed`` fixes the mini-batch order and the dropout masks (the global torch generator
+    is left as it was). Returns the loss of the last step's batch before its update.
+    Raises ``FloatingPointError`` naming ``lr`` when the loss stops being finite.
+
+    This is one client's round of :func:`FedAvg`; with :func:`batch_seed` it is also the
+    building block of a custom federated loop."""
     params = [p for p in model.parameters() if p.requires_grad]
     batches = _Batches(len(X), batch_size, seed, X.device)
+    devices = [X.device] if X.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), _mode(model, True):
+        torch.manual_seed(seed)
+        return _steps(model, params, X, y, batches, lr, local_steps, weight_decay, loss)
+
+
+def _steps(model, params, X, y, batches, lr, local_steps, weight_decay, loss) -> float:
     value = math.nan
     for _ in range(local_steps):
         idx = batches.next()
@@ -278,7 +304,10 @@ def FedAvg(
     ----------
     model : nn.Module
         The initial global model (any architecture; its dtype and device are used for the
-        data).
+        data). Local steps run in train mode and evaluations in eval mode (dropout,
+        batch norm); floating buffers (batch-norm running statistics) are averaged like
+        the parameters, integer ones (``num_batches_tracked``) to the rounded mean;
+        parameters with ``requires_grad=False`` stay as they are.
     clients : sequence of (X, y)
         Each client's data: ``X`` of shape ``(n_m, ...)``; ``y`` float targets ``(n_m, k)``
         or ``(n_m,)`` for ``"mse"``, integer labels ``(n_m,)`` for ``"cross_entropy"``.
@@ -299,7 +328,7 @@ def FedAvg(
     test : (X, y), optional
         Held-out data evaluated after every round.
     seed : int
-        Seeds client sampling and the mini-batch orders.
+        Seeds client sampling, the mini-batch orders and the dropout masks.
     evaluate_every : int
         Evaluate (and call ``callback``) after round 0, every ``evaluate_every`` rounds
         and the last round.
@@ -325,17 +354,19 @@ def FedAvg(
     history = History()
     _record(history, 0, global_model, data, pooled, test, loss, callback, lr=lr)
     # the global model is not touched during a round: each participant starts from it
-    start = dict(global_model.named_parameters())
-    names = [n for n, p in start.items() if p.requires_grad]
+    start = global_model.state_dict(keep_vars=True)
+    params = {n for n, p in global_model.named_parameters() if p.requires_grad}
+    frozen = {n for n, p in global_model.named_parameters() if not p.requires_grad}
+    names = [n for n in start if n not in frozen]
     for r in range(1, rounds + 1):
         chosen = _participants(rng, len(data), participation)
         weights = sizes[chosen] / sizes[chosen].sum()
-        total = {n: torch.zeros_like(start[n]) for n in names}
+        total = {n: torch.zeros_like(start[n], dtype=_mean_dtype(start[n])) for n in names}
         local = [math.nan] * len(data)
         for w, m in zip(weights, chosen, strict=True):
             with torch.no_grad():
-                for n, p in worker.named_parameters():
-                    p.copy_(start[n])
+                for n, t in worker.state_dict(keep_vars=True).items():
+                    t.copy_(start[n])
             local[m] = local_update(
                 worker,
                 *data[m],
@@ -347,18 +378,32 @@ def FedAvg(
                 seed=batch_seed(seed, r, m),
             )
             with torch.no_grad():
-                for n, p in worker.named_parameters():
-                    if n in total:
-                        total[n].add_(p, alpha=float(w))
+                for n, t in worker.state_dict(keep_vars=True).items():
+                    if n in params:
+                        total[n].add_(t, alpha=float(w))
+                    elif n in total:  # a buffer: its mean change (unchanged stays exact)
+                        total[n].add_((t - start[n]).to(total[n].dtype), alpha=float(w))
         with torch.no_grad():
             for n in names:
-                start[n].copy_(total[n])
+                if n in params:
+                    start[n].copy_(total[n])
+                elif start[n].is_floating_point():
+                    start[n].add_(total[n])
+                else:
+                    start[n].add_(total[n].round().to(start[n].dtype))
         if r % evaluate_every == 0 or r == rounds:
             _record(
                 history, r, global_model, data, pooled, test, loss, callback, local, chosen, lr=lr
             )
-    history.model = global_model
+    history.model = global_model.eval()
     return history
+
+
+def _mean_dtype(t: torch.Tensor) -> torch.dtype:
+    """Where the weighted mean of a state entry accumulates: its own dtype when floating,
+    float64 for integer buffers (batch norm's ``num_batches_tracked``: mean change,
+    rounded)."""
+    return t.dtype if t.is_floating_point() or t.is_complex() else torch.float64
 
 
 def centralized_gd(
@@ -391,11 +436,21 @@ def centralized_gd(
     # one stream of mini-batches over the whole run (an epoch may span rounds)
     stream = _Batches(len(X), batch_size, batch_seed(seed, 0, len(data)), X.device)
     for r in range(1, rounds + 1):
-        for _ in range(local_steps):
+        for i in range(local_steps):
             idx = stream.next()
             xb, yb = (X, y) if idx is None else (X[idx], y[idx])
-            local_update(worker, xb, yb, lr=lr, local_steps=1, weight_decay=weight_decay, loss=loss)
+            step = (r - 1) * local_steps + i + 1  # its own dropout masks
+            local_update(
+                worker,
+                xb,
+                yb,
+                lr=lr,
+                local_steps=1,
+                weight_decay=weight_decay,
+                loss=loss,
+                seed=batch_seed(seed, step, len(data)),
+            )
         if r % evaluate_every == 0 or r == rounds:
             _record(history, r, worker, data, pooled, test, loss, callback, lr=lr)
-    history.model = worker
+    history.model = worker.eval()
     return history

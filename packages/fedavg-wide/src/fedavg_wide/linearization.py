@@ -15,14 +15,16 @@ import torch
 from torch import nn
 from torch.func import functional_call, jvp, vjp, vmap
 
-from icml25_core import check_choice, check_memory, check_scalar
+from icml25_core import check_choice, check_memory, check_scalar, quiet_forward_mode
 
 __all__ = [
     "LinearizedModel",
     "empirical_ntk",
+    "linearization_gap",
     "linearize",
     "ntk_change",
     "relative_weight_change",
+    "weight_rmse",
 ]
 
 CHUNK_BYTES = 256 * 2**20
@@ -30,8 +32,8 @@ CHUNK_BYTES = 256 * 2**20
 
 
 def _frozen_copy(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` whose parameters are buffers (moved by ``.to()``, never trained,
-    never averaged)."""
+    """A copy of ``model`` whose parameters are buffers (moved by ``.to()``, never trained;
+    the same on every client, so FedAvg's buffer averaging leaves them exact)."""
     base = copy.deepcopy(model)
     for module in base.modules():
         for name, param in list(module._parameters.items()):
@@ -68,9 +70,10 @@ class LinearizedModel(nn.Module):
         theta0 = dict(self.base.named_buffers())
         primals = {n: theta0[n] for n in self._names}
         tangents = {n: theta[n] - theta0[n] for n in self._names}
-        out, tangent_out = jvp(
-            lambda p: functional_call(self.base, p, (x,)), (primals,), (tangents,)
-        )
+        with quiet_forward_mode():
+            out, tangent_out = jvp(
+                lambda p: functional_call(self.base, p, (x,)), (primals,), (tangents,)
+            )
         return out + tangent_out
 
 
@@ -132,7 +135,8 @@ def empirical_ntk(model: nn.Module, x1, x2=None, *, output: str = "full") -> tor
         def push(t):
             return jvp(lambda p: f(p, x1), (params,), (t,))[1]
 
-        block = vmap(push)(rows_j2)  # (c*k, n1, k): entry [(j, b), i, a] = Theta(x1_i, x2_j)_ab
+        with quiet_forward_mode():
+            block = vmap(push)(rows_j2)  # (c*k, n1, k): entry [(j, b), i, a] = Theta(x1_i, x2_j)_ab
         blocks.append(block.reshape(c, k, len(x1), k).permute(2, 0, 3, 1))
     ntk = torch.cat(blocks, dim=1)  # (n1, n2, k, k)
     return ntk if output == "full" else torch.diagonal(ntk, dim1=2, dim2=3).mean(-1)
@@ -165,6 +169,34 @@ def relative_weight_change(
             for n, p in model.named_parameters()
         }
     return float((_flat(model) - _flat(reference)).norm() / _flat(reference).norm())
+
+
+def weight_rmse(model: nn.Module, reference: nn.Module) -> float:
+    """:math:`\\sqrt{\\operatorname{mean}_i (\theta_i - \theta_{0,i})^2}` over all parameters:
+    the official code's (absolute) weight-change metric. :func:`relative_weight_change`
+    is the width-comparable one."""
+    _check_pair(model, reference)
+    return float((_flat(model) - _flat(reference)).pow(2).mean().sqrt())
+
+
+@torch.no_grad()
+def linearization_gap(model: nn.Module, reference: nn.Module, x) -> float:
+    """RMSE over ``x`` (shape ``(n, ...)``) and outputs of the Taylor remainder
+    :math:`f_\theta(x) - [f_{\theta_0}(x) + J_{\theta_0}(x)(\theta - \theta_0)]`, with
+    ``model`` at :math:`\theta` and ``reference`` at :math:`\theta_0`: the official
+    code's linearization gap (at the FedAvg iterates, on training data). Both are
+    evaluated in eval mode."""
+    _check_pair(model, reference)
+    check_scalar(len(x), "len(x)", low=1, integer=True)
+    lin = linearize(reference)
+    lin.net.load_state_dict(model.state_dict())
+    was = model.training
+    model.eval()
+    try:
+        now = model(x)
+    finally:
+        model.train(was)
+    return float((now - lin.eval()(x)).pow(2).mean().sqrt())
 
 
 def ntk_change(model: nn.Module, reference: nn.Module, x) -> float:

@@ -12,6 +12,11 @@ parameterization the same function at initialisation is written with the scale f
 into the draw, ``W_ij ~ N(0, sigma_w^2 / n_in)``, ``b_i ~ N(0, sigma_b^2)``, and
 ``h = W g + b`` (what ``torch.nn.Linear`` computes; its default init differs only in the
 distribution). Convolutions use ``n_in = in_channels x kernel area``.
+
+``MLP(parameterization="official")`` is the official code's regression network init:
+the standard parameterization with every weight ``W_ij ~ N(0, 1.5 / width)`` (the hidden
+width, whatever the layer's fan-in) and ``b_i ~ N(0, 0.1^2)``; ``sigma_w`` and ``sigma_b``
+are not used.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from icml25_core import check_choice, check_scalar
 
 __all__ = ["CNN", "MLP", "Conv2d", "Linear", "analytic_ntk"]
 
-PARAMETERIZATIONS = ("ntk", "standard")
+#: the networks' choices; layers take the first two
+PARAMETERIZATIONS = ("ntk", "standard", "official")
+OFFICIAL_WEIGHT_VARIANCE, OFFICIAL_BIAS_STD = 1.5, 0.1
 
 
 def _check_common(parameterization: str, sigma_w: float, sigma_b: float) -> None:
-    check_choice(parameterization, "parameterization", PARAMETERIZATIONS)
+    check_choice(parameterization, "parameterization", PARAMETERIZATIONS[:2])
     check_scalar(sigma_w, "sigma_w", low=0.0, low_inclusive=False)
     check_scalar(sigma_b, "sigma_b", low=0.0)
 
@@ -150,8 +157,8 @@ class MLP(nn.Module):
         Units per hidden layer (the ``n`` of the paper's O(n^{-1/2}) bound).
     depth : int
         Hidden layers (default 2, the official code's two-hidden-layer network).
-    parameterization : {"ntk", "standard"}
-        See :mod:`fedavg_wide.models`.
+    parameterization : {"ntk", "standard", "official"}
+        See :mod:`fedavg_wide.models` (``"official"``: the official regression net's init).
     sigma_w, sigma_b : float
         Weight and bias scales (``sigma_w^2 = 2`` keeps ReLU activations at unit scale).
     seed : int, optional
@@ -171,10 +178,20 @@ class MLP(nn.Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
+        check_choice(parameterization, "parameterization", PARAMETERIZATIONS)
+        official = parameterization == "official"
+        if official:  # N(0, 1.5 / width) for every weight: sigma_w^2 / fan_in = 1.5 / width
+            parameterization, sigma_b = "standard", OFFICIAL_BIAS_STD
         kw = _layer_kwargs(width, depth, parameterization, sigma_w, sigma_b, seed)
-        sizes = [in_features, *([width] * depth)]
-        self.hidden = nn.ModuleList(Linear(a, b, **kw) for a, b in itertools.pairwise(sizes))
-        self.readout = Linear(width, out_features, **kw)
+        sizes = [in_features, *([width] * depth), out_features]
+
+        def layer(a, b):
+            if official:
+                kw["sigma_w"] = math.sqrt(OFFICIAL_WEIGHT_VARIANCE * a / width)
+            return Linear(a, b, **kw)
+
+        layers = [layer(a, b) for a, b in itertools.pairwise(sizes)]
+        self.hidden, self.readout = nn.ModuleList(layers[:-1]), layers[-1]
         self.in_features, self.out_features, self.width, self.depth = (
             in_features,
             out_features,
@@ -213,6 +230,11 @@ class CNN(nn.Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
+        if parameterization == "official":
+            raise ValueError(
+                "parameterization='official' is the official regression MLP's init; the "
+                "official classifiers use torch's default init: use 'standard' for a CNN"
+            )
         kw = _layer_kwargs(width, depth, parameterization, sigma_w, sigma_b, seed)
         chans = [in_channels, *([width] * depth)]
         self.convs = nn.ModuleList(Conv2d(a, b, 3, **kw) for a, b in itertools.pairwise(chans))

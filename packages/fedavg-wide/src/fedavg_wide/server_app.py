@@ -23,7 +23,7 @@ from flwr.serverapp.strategy import FedAvg as FlowerFedAvg
 from icml25_core import check_loss
 
 from .fedavg import _check_data, evaluate
-from .task import Settings, build_model, federated_data
+from .task import Settings, build_model, federated_data, load_global
 
 
 def _write_atomic(path: Path, write) -> None:
@@ -37,9 +37,11 @@ def _write_atomic(path: Path, write) -> None:
         raise
 
 
-def make_server_app(**overrides) -> ServerApp:
+def make_server_app(*, model_fn=build_model, data_fn=federated_data, **overrides) -> ServerApp:
     """A ``ServerApp`` whose settings are ``context.run_config`` overlaid with
-    ``overrides``. With ``result_path`` set it writes there (atomically) the per-round
+    ``overrides``; ``model_fn`` / ``data_fn`` as in
+    :func:`~fedavg_wide.client_app.make_client_app` (the server evaluates on every
+    client's data pooled and on ``test``). With ``result_path`` set it writes there (atomically) the per-round
     metrics as JSON (``{"rounds": [...], "train_loss": [...], "train_accuracy": [...],
     "test_loss": [...], "test_accuracy": [...]}``, round 0 = the initial model) and the
     final parameters to ``<result_path>.safetensors``."""
@@ -52,8 +54,8 @@ def make_server_app(**overrides) -> ServerApp:
         settings = Settings.from_config(context.run_config, **overrides)
         nodes = settings.min_nodes or len(list(grid.get_node_ids())) or 1
         n_clients = settings.n_clients or nodes
-        model = build_model(settings)
-        clients, test = federated_data(settings, n_clients)
+        model = model_fn(settings)
+        clients, test = data_fn(settings, n_clients)
         pooled = _check_data(
             "training data",
             torch.cat([c[0] for c in clients]),
@@ -67,7 +69,7 @@ def make_server_app(**overrides) -> ServerApp:
         }
 
         def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord:
-            model.load_state_dict(arrays.to_torch_state_dict())
+            load_global(model, arrays.to_torch_state_dict())
             tl, ta = evaluate(model, *pooled, settings.loss)
             vl, va = evaluate(model, *test, settings.loss)
             first = history["train_loss"][0] if history["train_loss"] else None
@@ -94,7 +96,8 @@ def make_server_app(**overrides) -> ServerApp:
         )
         if settings.result_path:
             out = Path(settings.result_path)
-            state = {k: v.contiguous() for k, v in result.arrays.to_torch_state_dict().items()}
+            load_global(model, result.arrays.to_torch_state_dict())
+            state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
             weights = out.with_name(out.name + ".safetensors")
             _write_atomic(weights, lambda p: save_file(state, str(p)))
             _write_atomic(out, lambda p: p.write_text(json.dumps(history, indent=1)))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -17,6 +18,8 @@ def simulate(
     *,
     engine: str = "inprocess",
     num_cpus: int | None = None,
+    model_fn=None,
+    data_fn=None,
 ) -> dict:
     """One run of the Flower app with ``settings`` (:class:`~fedavg_wide.task.Settings`
     fields) on ``num_supernodes`` clients (client ``i`` trains partition ``i``).
@@ -28,6 +31,9 @@ def simulate(
         start-up); ``"ray"``: Flower's Ray actors, as ``flwr run`` does.
     num_cpus : int, optional
         CPUs Ray may use (Ray engine only).
+    model_fn, data_fn : callable, optional
+        Your own model and data (see :func:`~fedavg_wide.client_app.make_client_app`);
+        default: the bundled ones the settings describe.
 
     Returns
     -------
@@ -48,9 +54,10 @@ def simulate(
         out["state_dict"] = load_file(str(path) + ".safetensors")
         return out
 
+    hooks = {k: v for k, v in (("model_fn", model_fn), ("data_fn", data_fn)) if v is not None}
     return simulate_with_result(
-        make_server_app,
-        make_client_app,
+        functools.partial(make_server_app, **hooks),
+        functools.partial(make_client_app, **hooks),
         settings,
         num_supernodes,
         engine=engine,

@@ -24,7 +24,7 @@ from .data import (
 )
 from .models import CNN, MLP, PARAMETERIZATIONS
 
-__all__ = ["Settings", "build_model", "federated_data"]
+__all__ = ["Settings", "build_model", "federated_data", "load_global"]
 
 DATASETS = ("digits01", "digits", "synthetic")
 PARTITIONS = ("pathological", "dirichlet", "iid")
@@ -154,3 +154,19 @@ def federated_data(settings: Settings, n_clients: int):
     if settings.model == "cnn":
         Xa, Xb = Xa.reshape(-1, 1, 8, 8), Xb.reshape(-1, 1, 8, 8)
     return [(Xa[idx], ya[idx]) for idx in parts], (Xb, yb)
+
+
+def load_global(model: nn.Module, state: dict) -> nn.Module:
+    """Load the global ``state`` (what Flower's FedAvg aggregated) into ``model``. Flower
+    averages every array in float, integer buffers included (batch norm's
+    ``num_batches_tracked``); they are rounded here, as :func:`~fedavg_wide.FedAvg` rounds
+    them, instead of truncated by ``load_state_dict``."""
+    own = model.state_dict()
+    fixed = {
+        k: v.round().to(own[k].dtype)
+        if k in own and not own[k].is_floating_point() and v.is_floating_point()
+        else v
+        for k, v in state.items()
+    }
+    model.load_state_dict(fixed)
+    return model

@@ -25,13 +25,12 @@ decoder contracts volume where it was trained and expands it where it extrapolat
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import torch
 from torch.func import jacfwd, vmap
 
-from icml25_core import check_array, check_choice, check_scalar
+from icml25_core import check_array, check_choice, check_scalar, quiet_forward_mode
 
 __all__ = [
     "JACOBIANS",
@@ -130,9 +129,7 @@ def decoder_jacobian(
             return decoder(zi[None])[0]
 
         try:
-            # torch's first forward-mode call scripts its decompositions: a FutureWarning
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
+            with quiet_forward_mode():
                 return vmap(jacfwd(one))(z)
         except (RuntimeError, NotImplementedError) as err:
             raise TypeError(
