@@ -221,3 +221,26 @@ def test_coral_matches_deep_coral_by_hand():
     np.testing.assert_allclose(cx.numpy(), cov(x), rtol=1e-12)
     eye = torch.eye(4, dtype=torch.float64)
     assert float(coral_loss(eye, cx, cy)) / (4 * 4**2) == pytest.approx(expected, rel=1e-12)
+
+
+def test_official_proportions_divide_by_class_zero_and_differ_from_oracle_when_imbalanced():
+    from linear_tca.alignment import select_pseudo_source
+
+    logits = torch.eye(3).repeat(40, 1)[:100]  # predictions 0, 1, 2, 0, ... (34 / 33 / 33)
+    labels = torch.tensor([0] * 20 + [1] * 40 + [2] * 40)  # class 0 under-represented
+    official = class_proportions(logits, "official", labels)
+    oracle = class_proportions(logits, "oracle", labels)
+    torch.testing.assert_close(official, torch.tensor([1.0, 2.0, 2.0], dtype=torch.float64))
+    torch.testing.assert_close(oracle, torch.tensor([0.6, 1.2, 1.2], dtype=torch.float64))
+    # k = 10: official keeps 10 / 20 / 20 (capped by the 33 members), oracle 6 / 12 / 12
+    assert len(select_pseudo_source(logits, 10, "official", labels)) == 50
+    assert len(select_pseudo_source(logits, 10, "oracle", labels)) == 30
+    balanced = torch.arange(3).repeat(30)
+    torch.testing.assert_close(
+        class_proportions(logits[:90], "official", balanced),
+        class_proportions(logits[:90], "oracle", balanced),
+    )
+    with pytest.raises(ValueError, match="class 0, which has no sample"):
+        class_proportions(logits, "official", labels.clamp(min=1))
+    with pytest.raises(ValueError, match="'official' needs labels"):
+        class_proportions(logits, "official")

@@ -18,7 +18,7 @@ from torch import nn
 
 from icml25_core import check_array, check_scalar
 
-from .alignment import LinearTCA
+from .alignment import LABELLED, LinearTCA
 from .baselines import SourceOnly, Stream, TTAMethod
 
 
@@ -62,9 +62,11 @@ def _fit(stream: Stream, head, tca: LinearTCA | None) -> Adaptation:
     tca = LinearTCA() if tca is None else tca
     if not isinstance(tca, LinearTCA):
         raise TypeError(f"tca must be a LinearTCA, got {type(tca).__name__}")
-    labels = stream.labels if tca.proportions == "oracle" else None
-    if tca.proportions == "oracle" and labels is None:
-        raise ValueError('proportions="oracle" needs a loader that yields (inputs, labels)')
+    labels = stream.labels if tca.proportions in LABELLED else None
+    if tca.proportions in LABELLED and labels is None:
+        raise ValueError(
+            f"proportions={tca.proportions!r} needs a loader that yields (inputs, labels)"
+        )
     aligned = tca.fit_transform(stream.embeddings, stream.logits, labels=labels)
     return Adaptation(classify(head, aligned), stream.logits, stream.embeddings, stream.labels, tca)
 

@@ -29,7 +29,9 @@ import torch
 
 from icml25_core import check_array, check_choice, check_labels, check_loss, check_scalar
 
-PROPORTIONS = ("predicted", "uniform", "oracle")
+PROPORTIONS = ("predicted", "uniform", "oracle", "official")
+#: the choices that count the test labels (ablations only)
+LABELLED = ("oracle", "official")
 SOLVERS = ("closed_form", "adam")
 ALIGNMENTS = ("correlation", "mean")
 
@@ -152,8 +154,10 @@ def class_proportions(
     divided by the mean class count :math:`N / C` (so a balanced stream gives 1 each).
 
     ``"predicted"`` counts the model's predictions (no label leaves the test set),
-    ``"uniform"`` is 1 for every class, ``"oracle"`` counts the ground-truth ``labels``
-    (what the official code does; an ablation only, since it needs the test labels).
+    ``"uniform"`` is 1 for every class, ``"oracle"`` counts the ground-truth ``labels``;
+    ``"official"`` is the official script's rule, the ground-truth counts divided by
+    class 0's count instead of the mean (the two differ on imbalanced streams). Both
+    label-counting rules are ablations only: they need the test labels.
     """
     n, n_classes = logits.shape
     if proportions == "uniform":
@@ -162,9 +166,16 @@ def class_proportions(
         source = logits.argmax(1)
     else:
         if labels is None:
-            raise ValueError('proportions="oracle" needs labels (the test labels it leaks)')
+            raise ValueError(f"proportions={proportions!r} needs labels (the test labels it leaks)")
         source = labels
     counts = torch.bincount(source.detach().cpu().long(), minlength=n_classes)[:n_classes]
+    if proportions == "official":
+        if counts[0] == 0:
+            raise ValueError(
+                'proportions="official" divides by the count of class 0, which has no '
+                "sample in this stream"
+            )
+        return counts.double() / counts[0].double()
     return counts.double() / (n / n_classes)
 
 
@@ -220,13 +231,14 @@ class LinearTCA:
         Pseudo-source samples per class on a balanced stream (the official
         ``filter_K_TCA``, 20 by default); each class keeps :math:`\lfloor k\,p_c \rfloor`
         of its lowest-entropy predictions. ``None`` keeps every sample.
-    proportions : {"uniform", "predicted", "oracle"}, default="uniform"
+    proportions : {"uniform", "predicted", "oracle", "official"}, default="uniform"
         How :math:`p_c` is set (see :func:`class_proportions`). ``"uniform"`` (``k`` per
         class) assumes a roughly balanced stream, as the official code's label counts do
         on balanced data; ``"predicted"`` follows the model's predicted class shares, which
         under a strong shift echo its collapse onto a few classes (measured in the
         experiment's ablation); ``"oracle"`` uses the test labels passed to :meth:`fit` and
-        exists only for the leakage ablation.
+        exists only for the leakage ablation; ``"official"`` is the official script's
+        label rule (counts relative to class 0's, not to the mean).
     solver : {"closed_form", "adam"}, default="closed_form"
         :func:`coral_matrix` (exact) or the official :func:`adam_matrix`.
     shrinkage : "ledoit-wolf", float in [0, 1] or None, default="ledoit-wolf"
@@ -342,9 +354,11 @@ class LinearTCA:
         if Zt.shape[0] < 2:
             raise ValueError(f"Z must hold at least 2 samples, got {Zt.shape[0]}")
         y = None
-        if self.proportions == "oracle":
+        if self.proportions in LABELLED:
             if labels is None:
-                raise ValueError('proportions="oracle" needs labels (the test labels it leaks)')
+                raise ValueError(
+                    f"proportions={self.proportions!r} needs labels (the test labels it leaks)"
+                )
             y = torch.as_tensor(
                 check_labels(
                     labels.cpu().numpy() if isinstance(labels, torch.Tensor) else labels,
