@@ -71,8 +71,10 @@ def optimize_latent(
         (e.g. a prior log-density), or ``None`` for plain normalized ascent.
     grad : {"full", "reference"}
         ``"full"``: the exact gradient of LES at every step. ``"reference"``: the official
-        code's, which computes ``A = dl/dz`` once at ``z0`` and keeps it (only the
-        softmax part follows ``z``). Only for the LES penalties.
+        optimizer's structure, ``A = dl/dz`` computed once at ``z0`` and kept (only the
+        softmax part follows ``z``), with the exact ``A``; the official ``A`` is a float32
+        forward difference taken with dropout on, whose gradient can point elsewhere (in
+        a review run, against the exact one on 2 of 8 latents). Only for the LES penalties.
     jacobian : {"autograd", "fd"}
         How LES computes ``A`` (:func:`~les_lso.decoder_jacobian`).
 
