@@ -168,3 +168,32 @@ def test_an_edited_config_names_the_weights_file_and_tensor(tiny_vae, tmp_path):
         ValueError, match=r"model\.safetensors holds tensors of the wrong shape .*\(the model has"
     ):
         type(vae).from_pretrained(tmp_path / "vae")
+
+
+def test_official_smiles_preset_is_taken_from_the_folder_name(tmp_path):
+    from les_lso.models import OFFICIAL_PRESETS
+
+    torch.manual_seed(0)
+    src = SequenceVAE(logvar_activation="softplus", **OFFICIAL_PRESETS["smiles_gru"])
+    folder = tmp_path / "smiles_gru_0.1"
+    folder.mkdir()
+    torch.save(_official_state(src), folder / "w.pth")
+    loaded = SequenceVAE.from_official_checkpoint(folder / "w.pth")
+    assert (loaded.vocab_size, loaded.latent_dim, loaded.eps_std) == (35, 56, 0.001)
+    for key, value in src.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[key], value, rtol=0, atol=0)
+    # the same file under a neutral name needs the preset named
+    torch.save(_official_state(src), tmp_path / "w.pth")
+    with pytest.raises(ValueError, match=r"w\.pth holds tensors of the wrong shape"):
+        SequenceVAE.from_official_checkpoint(tmp_path / "w.pth")
+    assert (
+        SequenceVAE.from_official_checkpoint(tmp_path / "w.pth", preset="smiles_gru").latent_dim
+        == 56
+    )
+    with pytest.raises(ValueError, match="preset"):
+        SequenceVAE.from_official_checkpoint(tmp_path / "w.pth", preset="smiles")
+    lstm = tmp_path / "smiles_lstm_1"
+    lstm.mkdir()
+    torch.save(_official_state(src), lstm / "w.pth")
+    with pytest.raises(ValueError, match="official lstm checkpoint; only the GRU VAEs load"):
+        SequenceVAE.from_official_checkpoint(lstm / "w.pth")

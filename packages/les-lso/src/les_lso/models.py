@@ -23,6 +23,7 @@ GRU VAEs (``trained_models/expressions_gru_*/w.pth``, a plain state dict, read w
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import torch
@@ -41,6 +42,18 @@ _CONV = {
     "large": ((9, 9, 10), (9, 9, 11)),
 }
 _OFFICIAL_EXTRA = ("encoder.embedding.", "property_net.")
+#: the reference's released GRU VAEs (``trained_models/{name}_{beta}/w.pth`` of
+#: OmerRonen/les; the sizes of its ``configs/{dataset}.yaml``) as configuration overrides
+OFFICIAL_PRESETS = {
+    "expressions_gru": {},  # latent 25, vocabulary 15, length 19, small encoder, eps 0.1
+    "smiles_gru": {
+        "vocab_size": 35,
+        "max_length": 120,
+        "latent_dim": 56,
+        "encoder_size": "large",
+        "eps_std": 0.001,
+    },
+}
 
 
 class ConvEncoder(nn.Module):
@@ -368,17 +381,37 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         ).to(w.device)
 
     @classmethod
-    def from_official_checkpoint(cls, path: str | Path, **overrides) -> SequenceVAE:
-        """The reference's released expression GRU VAE from its ``w.pth`` state dict
-        (``trained_models/expressions_gru_{0.05,0.1,1}/w.pth`` of OmerRonen/les):
-        latent 25, GRU 3 x 100, small encoder, ``eps_std`` 0.1, softplus log-variance.
+    def from_official_checkpoint(
+        cls, path: str | Path, *, preset: str | None = None, **overrides
+    ) -> SequenceVAE:
+        """One of the reference's released GRU VAEs from its ``w.pth`` state dict
+        (``trained_models/{expressions,smiles}_gru_{0.05,0.1,1}/w.pth`` of
+        OmerRonen/les): GRU 3 x 100, softplus log-variance, and the sizes of
+        :data:`OFFICIAL_PRESETS` (expressions: latent 25, small encoder, ``eps_std`` 0.1;
+        SMILES: vocabulary 35, length 120, latent 56, large encoder, ``eps_std`` 0.001).
+
+        ``preset``: ``"expressions_gru"`` or ``"smiles_gru"``; by default the one whose
+        name starts the checkpoint's folder or file name (``smiles_gru_0.1/w.pth``), else
+        ``"expressions_gru"``. ``overrides`` change the configuration further. The LSTM
+        and transformer checkpoints are other architectures and are refused by name.
 
         The file is read with ``torch.load(weights_only=True)`` (no code runs). The
         reference's unused encoder embedding and its property head are dropped; every
-        other tensor must be present with its shape. ``overrides`` change the
-        configuration (for other checkpoints of the same architecture).
+        other tensor must be present with its shape.
         """
         path = Path(path)
+        names = (path.parent.name, path.stem)
+        if preset is None:
+            for name in names:
+                other = re.match(r"(expressions|smiles|selfies)_(lstm|transformer)", name)
+                if other:
+                    raise ValueError(
+                        f"{str(path)!r} is an official {other.group(2)} checkpoint; only the "
+                        f"GRU VAEs load (presets: {sorted(OFFICIAL_PRESETS)})"
+                    )
+            hits = [p for p in OFFICIAL_PRESETS for name in names if name.startswith(p)]
+            preset = hits[0] if hits else "expressions_gru"
+        check_choice(preset, "preset", tuple(OFFICIAL_PRESETS))
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
         try:
@@ -391,7 +424,12 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
             isinstance(v, torch.Tensor) for v in state.values()
         ):
             raise ValueError(f"checkpoint {str(path)!r} is not a state dict of tensors")
-        config = {"decoder": "gru", "logvar_activation": "softplus", **overrides}
+        config = {
+            "decoder": "gru",
+            "logvar_activation": "softplus",
+            **OFFICIAL_PRESETS[preset],
+            **overrides,
+        }
         model = cls(**config)
         state = {k: v for k, v in state.items() if not k.startswith(_OFFICIAL_EXTRA)}
         check_state_dict(model, state, path)  # keys, shapes, finiteness, naming the file
