@@ -229,3 +229,37 @@ def test_fd_matches_the_exact_score_on_a_trained_float32_decoder():
         a = ((out[:, 0] - out[:, 1]) / 2e-4).permute(0, 2, 3, 1)
     old = les(vae.decoder, z, a=a)
     assert float((old.double() - exact).abs().max()) > 30 * err_fd  # measured 0.091
+
+
+def test_uncertainty_is_the_reference_mutual_information_in_probability_space(tiny_vae):
+    """The log-space computation equals the mutual information written out in
+    probabilities, with the same dropout masks (same calls from the same seed)."""
+    from les_lso import uncertainty_score
+
+    vae = tiny_vae()  # float64, GRU with dropout 0.2 between its two layers
+    z = 0.5 * torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    state = torch.random.get_rng_state()
+    got = uncertainty_score(vae.decoder, z, n_models=4, n_preds=3, seed=7)
+    assert torch.equal(torch.random.get_rng_state(), state) and not vae.decoder.training
+    dec = vae.decoder.train()
+    torch.manual_seed(7)
+    draws = []
+    with torch.no_grad():
+        for _ in range(3):
+            greedy = dec(z).argmax(-1)
+            probs = torch.softmax(dec(z.repeat(4, 1)), -1)
+            p = probs.gather(-1, greedy.repeat(4, 1)[..., None])[..., 0].prod(-1)
+            p = p.reshape(4, -1).T  # (B, M)
+            mean = p.mean(1)
+            draws.append((-mean * mean.log() + (p * p.log()).mean(1)) / mean)
+    dec.eval()
+    want = -torch.log(torch.stack(draws, 1).mean(1))
+    torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+    assert (torch.stack(draws) > 0).all()  # dropout makes the masks disagree
+
+    def deterministic(u):  # no dropout: every mask agrees, zero mutual information
+        return torch.stack([u, -u, u**2], dim=-1).repeat(1, 1, 1)
+
+    certain = uncertainty_score(deterministic, z, n_models=3, n_preds=2)
+    assert torch.isfinite(certain).all() and (certain > 600).all()
+    assert (got < 100).all()

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the public API, imported on first use (the entry point stay
         likelihood_score,
         prior_score,
         softmax_jacobian,
+        uncertainty_score,
     )
     from .training import train_vae
 
@@ -57,4 +58,5 @@ __all__ = [
     "prior_score",
     "softmax_jacobian",
     "train_vae",
+    "uncertainty_score",
 ]
