@@ -49,15 +49,17 @@ Decoder = Callable[[torch.Tensor], torch.Tensor]
 
 
 class _eval_mode:
-    """Put a module in eval mode for the block (scores never use dropout)."""
+    """Put a module in eval mode (or, ``training=True``, train mode) for the block and
+    restore its mode after (scores never use dropout, except the uncertainty's)."""
 
-    def __init__(self, decoder: Decoder) -> None:
+    def __init__(self, decoder: Decoder, training: bool = False) -> None:
         self.module = decoder if isinstance(decoder, torch.nn.Module) else None
+        self.training = training
 
     def __enter__(self) -> None:
         if self.module is not None:
             self.was_training = self.module.training
-            self.module.eval()
+            self.module.train(self.training)
 
     def __exit__(self, *exc: object) -> None:
         if self.module is not None:
@@ -304,29 +306,21 @@ def uncertainty_score(
     check_scalar(n_models, "n_models", integer=True, low=1)
     check_scalar(n_preds, "n_preds", integer=True, low=1)
     zc = z.to(_decoder_dtype(decoder, z))
-    module = decoder if isinstance(decoder, torch.nn.Module) else None
-    was = module.training if module is not None else False
     devices = [z.device] if z.device.type == "cuda" else []
-    try:
-        if module is not None:
-            module.train()
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(seed)
-            mi = []
-            for _ in range(n_preds):
-                greedy = _logits(decoder, zc).argmax(-1)  # (B, L), under one mask
-                logits = _logits(decoder, zc.repeat(n_models, 1))  # (M B, L, V)
-                logp = torch.log_softmax(logits.double(), -1)
-                picked = logp.gather(-1, greedy.repeat(n_models, 1)[..., None])[..., 0]
-                log_pm = picked.sum(-1).reshape(n_models, -1).T  # (B, M)
-                log_m, tiny = math.log(n_models), torch.finfo(torch.float64).tiny
-                log_p = torch.logsumexp(log_pm, 1) - log_m
-                ln_b = log_p + torch.log((-log_p).clamp_min(tiny))
-                ln_a = torch.logsumexp(log_pm + torch.log((-log_pm).clamp_min(tiny)), 1) - log_m
-                mi.append(_log_diff_exp(ln_a, ln_b) - log_p)
-    finally:
-        if module is not None:
-            module.train(was)
+    with _eval_mode(decoder, training=True), torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        mi = []
+        for _ in range(n_preds):
+            greedy = _logits(decoder, zc).argmax(-1)  # (B, L), under one mask
+            logits = _logits(decoder, zc.repeat(n_models, 1))  # (M B, L, V)
+            logp = torch.log_softmax(logits.double(), -1)
+            picked = logp.gather(-1, greedy.repeat(n_models, 1)[..., None])[..., 0]
+            log_pm = picked.sum(-1).reshape(n_models, -1).T  # (B, M)
+            log_m, tiny = math.log(n_models), torch.finfo(torch.float64).tiny
+            log_p = torch.logsumexp(log_pm, 1) - log_m
+            ln_b = log_p + torch.log((-log_p).clamp_min(tiny))
+            ln_a = torch.logsumexp(log_pm + torch.log((-log_pm).clamp_min(tiny)), 1) - log_m
+            mi.append(_log_diff_exp(ln_a, ln_b) - log_p)
     log_mi = torch.logsumexp(torch.stack(mi, 1), 1) - math.log(n_preds)
     return (-log_mi).to(z.dtype)
 
