@@ -1,8 +1,10 @@
-"""The VAEs: peers' equality (torch.nn.GRU, torch.nn.TransformerDecoderLayer), the official
-checkpoint loader, encoding/decoding, the KL term, training."""
+"""The VAEs: peers' equality (torch.nn.GRU, torch.nn.LSTM, torch.nn.TransformerDecoderLayer),
+the reference's decoder forward written with torch's fused RNNs, the official checkpoint
+loader, encoding/decoding, the KL term, training."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from les_lso import SequenceVAE, train_vae
 from les_lso.models import _Attention, _DecoderLayer
@@ -18,6 +20,43 @@ def test_gru_stack_equals_torch_gru(tiny_vae):
     want_out, want_h = peer(x[:, None], h0)
     torch.testing.assert_close(out, want_out[:, 0])
     torch.testing.assert_close(torch.stack(h), want_h)
+
+
+def test_lstm_stack_equals_torch_lstm(tiny_vae):
+    vae = tiny_vae("lstm", num_layers=3)
+    stack = vae.decoder.gru
+    peer = torch.nn.LSTM(8, 8, num_layers=3, batch_first=True).double().eval()
+    peer.load_state_dict(stack.state_dict())
+    x = torch.randn(4, 8, dtype=torch.float64)
+    h0, c0 = torch.randn(3, 4, 8, dtype=torch.float64), torch.randn(3, 4, 8, dtype=torch.float64)
+    out, state = stack.step(x, list(zip(h0, c0, strict=True)))
+    want_out, (want_h, want_c) = peer(x[:, None], (h0, c0))
+    torch.testing.assert_close(out, want_out[:, 0])
+    torch.testing.assert_close(torch.stack([h for h, _ in state]), want_h)
+    torch.testing.assert_close(torch.stack([c for _, c in state]), want_c)
+
+
+@pytest.mark.parametrize("decoder", ["gru", "lstm"])
+def test_rnn_decoder_equals_the_reference_forward_with_torch_rnns(tiny_vae, decoder):
+    """The reference's ``DecoderRNN.forward`` (no teacher forcing), written with torch's
+    fused ``nn.GRU`` / ``nn.LSTM`` on our weights (zero initial states, the projected
+    latent as every step's input, softmax of the last logits projected beside the output)."""
+    vae = tiny_vae(decoder, num_layers=3)
+    dec = vae.decoder
+    cls = torch.nn.GRU if decoder == "gru" else torch.nn.LSTM
+    rnn = cls(8, 8, num_layers=3, batch_first=True, dropout=0.2).double().eval()
+    rnn.load_state_dict(dec.gru.state_dict())
+    z = torch.randn(6, 3, dtype=torch.float64)
+    context = dec.project(z)[:, None]
+    h = torch.zeros(3, 6, 8, dtype=torch.float64)
+    hidden = h if decoder == "gru" else (h, h.clone())
+    out, steps = torch.zeros(6, 1, 5, dtype=torch.float64), []
+    for _ in range(8):
+        o, hidden = rnn(context, hidden)
+        out = dec.out(torch.cat([o, dec.output_projection(out)], dim=-1))
+        steps.append(out)
+        out = torch.exp(F.log_softmax(out, dim=-1))
+    torch.testing.assert_close(dec(z), torch.cat(steps, dim=1))
 
 
 def test_attention_layer_equals_torch_transformer_decoder_layer():
@@ -96,7 +135,7 @@ def test_official_checkpoint_errors_name_the_file(tmp_path):
         SequenceVAE.from_official_checkpoint(tmp_path / "shape.pth")
 
 
-@pytest.mark.parametrize("decoder", ["gru", "transformer"])
+@pytest.mark.parametrize("decoder", ["gru", "lstm", "transformer"])
 def test_shapes_and_greedy_decoding(tiny_vae, decoder):
     vae = tiny_vae(decoder)
     tokens = torch.randint(0, 5, (6, 8))
@@ -122,7 +161,7 @@ def test_kl_is_zero_at_the_prior_and_positive_elsewhere(tiny_vae):
 
 def test_bad_configuration_and_tokens_are_refused(tiny_vae):
     with pytest.raises(ValueError, match="decoder must be one of"):
-        SequenceVAE(decoder="lstm")
+        SequenceVAE(decoder="rnn")
     with pytest.raises(ValueError, match="eps_std must be >"):
         SequenceVAE(eps_std=0.0)
     with pytest.raises(ValueError, match="too short"):
@@ -192,8 +231,29 @@ def test_official_smiles_preset_is_taken_from_the_folder_name(tmp_path):
     )
     with pytest.raises(ValueError, match="preset"):
         SequenceVAE.from_official_checkpoint(tmp_path / "w.pth", preset="smiles")
-    lstm = tmp_path / "smiles_lstm_1"
-    lstm.mkdir()
-    torch.save(_official_state(src), lstm / "w.pth")
-    with pytest.raises(ValueError, match="official lstm checkpoint; only the GRU VAEs load"):
-        SequenceVAE.from_official_checkpoint(lstm / "w.pth")
+    transformer = tmp_path / "smiles_transformer_1"
+    transformer.mkdir()
+    torch.save(_official_state(src), transformer / "w.pth")
+    with pytest.raises(ValueError, match="official transformer checkpoint; only the GRU and LSTM"):
+        SequenceVAE.from_official_checkpoint(transformer / "w.pth")
+
+
+@pytest.mark.parametrize("preset", ["expressions_lstm", "smiles_lstm"])
+def test_official_lstm_checkpoints_load_by_folder_name(tmp_path, preset):
+    from les_lso import LSTMDecoder
+    from les_lso.models import OFFICIAL_PRESETS
+
+    torch.manual_seed(0)
+    src = SequenceVAE(logvar_activation="softplus", **OFFICIAL_PRESETS[preset])
+    assert isinstance(src.decoder, LSTMDecoder)
+    assert src.decoder.gru.weight_ih_l2.shape == (400, 100)  # the reference's nn.LSTM(100, 100, 3)
+    folder = tmp_path / f"{preset}_0.05"
+    folder.mkdir()
+    torch.save(_official_state(src), folder / "w.pth")
+    loaded = SequenceVAE.from_official_checkpoint(folder / "w.pth")
+    assert isinstance(loaded.decoder, LSTMDecoder) and not loaded.training
+    for key, value in src.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[key], value, rtol=0, atol=0)
+    # a GRU preset does not take LSTM weights: the error names the file and a tensor
+    with pytest.raises(ValueError, match=r"w\.pth holds tensors of the wrong shape"):
+        SequenceVAE.from_official_checkpoint(folder / "w.pth", preset=preset.replace("lstm", "gru"))

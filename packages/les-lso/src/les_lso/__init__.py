@@ -7,9 +7,10 @@ garbage. LES scores a latent by how much the decoder's (softmax-composed) map co
 volume there, ``-1/2 log det(J^T J)`` from the singular values of its Jacobian: high
 where the decoder was trained. It is batched and differentiable, so it serves as a
 penalty for gradient ascent (:func:`optimize_latent`) and in BoTorch
-(:class:`LESPenalty`, :func:`les_constraint`). The package ships sequence VAEs with GRU
-and Transformer decoders (loading the official expression checkpoints), the arithmetic
-expression grammar, its objective, and the prior, likelihood and kNN baselines.
+(:class:`LESPenalty`, :func:`les_constraint`). The package ships sequence VAEs with GRU,
+LSTM and Transformer decoders (loading the official GRU and LSTM checkpoints), the
+arithmetic expression grammar, its objective, and the prior, likelihood, MC-dropout
+uncertainty and kNN baselines.
 """
 
 from importlib.metadata import version as _version
@@ -19,7 +20,15 @@ from icml25_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the public API, imported on first use (the entry point stays light)
     from .acquisition import LESPenalty, les_constraint
-    from .models import DECODERS, ConvEncoder, GRUDecoder, SequenceVAE, TransformerDecoder
+    from .models import (
+        DECODERS,
+        OFFICIAL_PRESETS,
+        ConvEncoder,
+        GRUDecoder,
+        LSTMDecoder,
+        SequenceVAE,
+        TransformerDecoder,
+    )
     from .optimize import GRADS, PENALTIES, normalize_rows, optimize_latent
     from .score import (
         JACOBIANS,
@@ -41,10 +50,12 @@ __all__ = [
     "DECODERS",
     "GRADS",
     "JACOBIANS",
+    "OFFICIAL_PRESETS",
     "PENALTIES",
     "ConvEncoder",
     "GRUDecoder",
     "LESPenalty",
+    "LSTMDecoder",
     "SequenceVAE",
     "TransformerDecoder",
     "__version__",

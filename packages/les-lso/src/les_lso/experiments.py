@@ -7,9 +7,10 @@ expressions sampled from the grammar (:mod:`les_lso.grammar`). Two checks follow
 latents with draws of ``N(0, eps^2 I)`` and ``N(0, (5 eps)^2 I)`` (``eps`` = the VAE's
 latent scale, 0.1: the issue's ``N(0, 0.1^2)`` and ``N(0, 0.5^2)``), decodes each greedily
 and labels it valid when the string parses. Every score ranks the pool: LES, polarity
-LES, the decoder likelihood, the prior log-density and the kNN distance to encoded
-expressions held out of training (k = 3). Reported: AUROC (valid = positive) and the
-seconds each score took on the pool.
+LES, the decoder likelihood, the MC-dropout decoder uncertainty (the reference's
+``uncertainty`` baseline, :func:`~les_lso.score.uncertainty_score`), the prior
+log-density and the kNN distance to encoded expressions held out of training (k = 3).
+Reported: AUROC (valid = positive) and the seconds each score took on the pool.
 
 **Latent space optimization.** From ``n_init`` encoded training expressions with their
 objective values, each optimizer runs ``rounds`` of Bayesian optimization (a
@@ -46,7 +47,7 @@ from . import grammar
 from .acquisition import LESPenalty
 from .models import SequenceVAE
 from .optimize import optimize_latent
-from .score import knn_score, les, likelihood_score, prior_score
+from .score import knn_score, les, likelihood_score, prior_score, uncertainty_score
 from .training import train_vae
 
 PROFILES = {
@@ -55,7 +56,7 @@ PROFILES = {
         "n_ref": 60,
         "epochs": 1,
         "hidden": 32,
-        "layers": 1,
+        "layers": 2,
         "n_pool": 16,
         "n_init": 30,
         "rounds": 1,
@@ -65,13 +66,14 @@ PROFILES = {
         "restarts": 2,
         "raw_samples": 8,
         "maxiter": 3,
+        "uncertainty_preds": 2,
     },
     "quick": {
         "n_train": 3000,
         "n_ref": 300,
         "epochs": 15,
         "hidden": 128,
-        "layers": 1,
+        "layers": 2,
         "n_pool": 200,
         "n_init": 100,
         "rounds": 3,
@@ -81,13 +83,14 @@ PROFILES = {
         "restarts": 2,
         "raw_samples": 32,
         "maxiter": 10,
+        "uncertainty_preds": 10,
     },
     "full": {
         "n_train": 20000,
         "n_ref": 1000,
         "epochs": 20,
         "hidden": 128,
-        "layers": 1,
+        "layers": 2,
         "n_pool": 500,
         "n_init": 300,
         "rounds": 8,
@@ -97,16 +100,19 @@ PROFILES = {
         "restarts": 2,
         "raw_samples": 64,
         "maxiter": 20,
+        "uncertainty_preds": 40,
     },
 }
 """Training expressions, kNN reference latents, VAE epochs, GRU width and depth, latents
 per pool, initial LSO data, BO rounds, proposals per round, gradient-ascent step length
-(the reference's default) and steps, and BoTorch's restarts, raw samples and L-BFGS
-iterations."""
+(the reference's default) and steps, BoTorch's restarts, raw samples and L-BFGS
+iterations, and the greedy decodes of the uncertainty baseline (the reference's OOD study
+takes 40). Two GRU layers: the reference's decoder has dropout only between its layers,
+so a one-layer GRU has no MC-dropout ensemble for the uncertainty baseline."""
 
 TRAINING = {"lr": 3e-3, "beta": 0.01, "batch_size": 32}
 """VAE training (:func:`~les_lso.training.train_vae`) in every profile."""
-SCORE_BASELINES = ("likelihood", "prior", "kNN")
+SCORE_BASELINES = ("likelihood", "uncertainty", "prior", "kNN")
 SCORES = ("LES", "LES (polarity)", *SCORE_BASELINES)
 GA_PENALTIES = {
     "GA": None,
@@ -119,6 +125,9 @@ GA_PENALTIES = {
 }
 BOTORCH = ("BoTorch qLogEI", "BoTorch qLogEI + LES")
 LSO_BASELINES = ("GA", "GA + likelihood", "GA + prior", "GA + kNN", "BoTorch qLogEI")
+UNCERTAINTY_MODELS = 10
+"""Dropout masks scoring each greedy decode of the uncertainty baseline (the reference's
+``n_models``)."""
 PENALTY_WEIGHT = 1.0
 """``regularization_parameter`` of the BoTorch LES penalty."""
 PENALTY_QUANTILE = 0.5
@@ -150,11 +159,14 @@ def _timed_scores(fn: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor, c
     return out.cpu().numpy(), time.perf_counter() - start
 
 
-def _score_fns(vae: SequenceVAE, reference: torch.Tensor) -> dict[str, Callable]:
+def _score_fns(vae: SequenceVAE, reference: torch.Tensor, n_preds: int) -> dict[str, Callable]:
     return {
         "LES": lambda z: les(vae.decoder, z),
         "LES (polarity)": lambda z: les(vae.decoder, z, polarity=True),
         "likelihood": lambda z: likelihood_score(vae.decoder, z),
+        "uncertainty": lambda z: uncertainty_score(
+            vae.decoder, z, n_models=UNCERTAINTY_MODELS, n_preds=n_preds
+        ),
         "prior": lambda z: prior_score(z, scale=vae.eps_std),
         "kNN": lambda z: knn_score(z, reference),
     }
@@ -174,7 +186,7 @@ def _detection_rows(vae, train_tokens, reference, config, seed, g) -> list[Row]:
         f"valid_{k}": float(v.mean()) for k, v in zip(pools, np.split(valid, 3), strict=True)
     }
     rows = [Row("VAE decodes", seed, fractions, {"task": "pool"}, baseline=True)]
-    for name, fn in _score_fns(vae, reference).items():
+    for name, fn in _score_fns(vae, reference, config["uncertainty_preds"]).items():
         scores, seconds = _timed_scores(fn, z)
         metrics = {"auroc": _auroc(valid, scores), "time_s": seconds}
         rows.append(
@@ -311,7 +323,8 @@ def _judge(rows: list[Row]) -> Verdict:
     cost = mean("time_s", "LES") / mean("time_s", "likelihood")
     text = (
         f"{'held' if held else 'did not hold'}: AUROC LES {auroc['LES']:.3f} (polarity "
-        f"{auroc['LES (polarity)']:.3f}) vs likelihood {auroc['likelihood']:.3f}, prior "
+        f"{auroc['LES (polarity)']:.3f}) vs likelihood {auroc['likelihood']:.3f}, uncertainty "
+        f"{auroc['uncertainty']:.3f}, prior "
         f"{auroc['prior']:.3f}, kNN {auroc['kNN']:.3f} (LES costs {cost:.0f}x the likelihood); "
         f"validity GA + LES {valid['GA + LES']:.2f} vs GA {valid['GA']:.2f} (likelihood "
         f"{valid['GA + likelihood']:.2f}, prior {valid['GA + prior']:.2f}), BoTorch + LES "
@@ -350,8 +363,9 @@ def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
 OVER_EXPLORATION = Experiment(
     name="over-exploration",
     claim=(
-        "LES tells valid from invalid decodes better (AUROC) than the prior, likelihood and "
-        "kNN scores, and an LES penalty raises the validity of gradient-ascent and BoTorch "
+        "LES tells valid from invalid decodes better (AUROC) than the prior, likelihood, "
+        "MC-dropout uncertainty and kNN scores, and an LES penalty raises the validity of "
+        "gradient-ascent and BoTorch "
         "latent space optimization"
     ),
     run=_run,

@@ -1,23 +1,26 @@
 """Sequence VAEs whose decoders map a latent ``z`` to per-position logits.
 
 :class:`SequenceVAE` is the reference's expression/molecule VAE: a small convolutional
-encoder over one-hot sequences and one of two decoders,
+encoder over one-hot sequences and one of three decoders,
 
 - :class:`GRUDecoder` (``decoder="gru"``): the reference's ``DecoderRNNGRU``. The
   projected latent is the input of a stacked GRU at every step; each step's logits read
   the GRU output and a projection of the previous step's softmax (no teacher forcing);
+- :class:`LSTMDecoder` (``decoder="lstm"``): the reference's ``DecoderRNNLSTM``, the same
+  with a stacked LSTM;
 - :class:`TransformerDecoder` (``decoder="transformer"``): causal self-attention over
   learned position queries and cross-attention to ``n_memory`` tokens projected from ``z``
   (the reference feeds all-zero tokens, so its decoder is also a function of ``z`` only).
 
-Both are written with plain tensor operations (the GRU cell and attention spelled out,
-parameters named as ``torch.nn.GRU``'s) so that forward-mode autograd, ``torch.func.vmap``
-and double back-propagation work on every device: PyTorch's fused RNN kernels and
-flash attention support none of these, and LES differentiates a Jacobian.
+All are written with plain tensor operations (the GRU and LSTM cells and attention
+spelled out, parameters named as ``torch.nn.GRU``'s and ``torch.nn.LSTM``'s) so that
+forward-mode autograd, ``torch.func.vmap`` and double back-propagation work on every
+device: PyTorch's fused RNN kernels and flash attention support none of these, and LES
+differentiates a Jacobian.
 
-``SequenceVAE.from_official_checkpoint(path)`` loads the reference's released expression
-GRU VAEs (``trained_models/expressions_gru_*/w.pth``, a plain state dict, read with
-``weights_only=True``).
+``SequenceVAE.from_official_checkpoint(path)`` loads the reference's released GRU and LSTM
+VAEs (``trained_models/{expressions,smiles}_{gru,lstm}_*/w.pth``, plain state dicts, read
+with ``weights_only=True``).
 """
 
 from __future__ import annotations
@@ -33,26 +36,39 @@ from torch import nn
 from icml25_core import check_choice, check_scalar, check_state_dict
 from icml25_core.hub import PretrainedModelMixin
 
-__all__ = ["DECODERS", "ConvEncoder", "GRUDecoder", "SequenceVAE", "TransformerDecoder"]
+__all__ = [
+    "DECODERS",
+    "OFFICIAL_PRESETS",
+    "ConvEncoder",
+    "GRUDecoder",
+    "LSTMDecoder",
+    "SequenceVAE",
+    "TransformerDecoder",
+]
 
-DECODERS = ("gru", "transformer")
+DECODERS = ("gru", "lstm", "transformer")
 _CONV = {
     "small": ((2, 3, 4), (2, 3, 4)),
     "wide": ((32, 32, 32), (2, 3, 4)),
     "large": ((9, 9, 10), (9, 9, 11)),
 }
 _OFFICIAL_EXTRA = ("encoder.embedding.", "property_net.")
-#: the reference's released GRU VAEs (``trained_models/{name}_{beta}/w.pth`` of
-#: OmerRonen/les; the sizes of its ``configs/{dataset}.yaml``) as configuration overrides
+_SMILES = {
+    "vocab_size": 35,
+    "max_length": 120,
+    "latent_dim": 56,
+    "encoder_size": "large",
+    "eps_std": 0.001,
+}
+#: the reference's released GRU and LSTM VAEs (``trained_models/{name}_{beta}/w.pth`` of
+#: OmerRonen/les; the sizes of its ``configs/{dataset}.yaml``; decoder 3 x 100, dropout 0.2)
+#: as configuration overrides of :class:`SequenceVAE`'s defaults (expressions: latent 25,
+#: vocabulary 15, length 19, small encoder, ``eps_std`` 0.1)
 OFFICIAL_PRESETS = {
-    "expressions_gru": {},  # latent 25, vocabulary 15, length 19, small encoder, eps 0.1
-    "smiles_gru": {
-        "vocab_size": 35,
-        "max_length": 120,
-        "latent_dim": 56,
-        "encoder_size": "large",
-        "eps_std": 0.001,
-    },
+    "expressions_gru": {"decoder": "gru"},
+    "expressions_lstm": {"decoder": "lstm"},
+    "smiles_gru": {"decoder": "gru", **_SMILES},
+    "smiles_lstm": {"decoder": "lstm", **_SMILES},
 }
 
 
@@ -84,41 +100,57 @@ class ConvEncoder(nn.Module):
         return self.mu(h), self.sigma(h)
 
 
-class _GRUStack(nn.Module):
-    """A stacked GRU (gates ``r, z, n`` as ``torch.nn.GRU``, parameters named
-    ``weight_ih_l{k}``...), one step at a time, from plain tensor operations."""
+class _RNNStack(nn.Module):
+    """A stacked GRU (gates ``r, z, n`` as ``torch.nn.GRU``) or LSTM (gates ``i, f, g, o``
+    as ``torch.nn.LSTM``), parameters named ``weight_ih_l{k}``... as torch's, one step at
+    a time, from plain tensor operations; dropout on the inputs of layers above the first,
+    as torch's ``dropout=``."""
 
-    def __init__(self, hidden: int, layers: int, dropout: float) -> None:
+    def __init__(self, hidden: int, layers: int, dropout: float, cell: str = "gru") -> None:
         super().__init__()
-        self.hidden, self.layers, self.dropout = hidden, layers, dropout
+        self.hidden, self.layers, self.dropout, self.cell = hidden, layers, dropout, cell
+        gates = {"gru": 3, "lstm": 4}[cell] * hidden
         bound = 1.0 / math.sqrt(hidden)
         for k in range(layers):
             for name, shape in (
-                ("weight_ih", (3 * hidden, hidden)),
-                ("weight_hh", (3 * hidden, hidden)),
-                ("bias_ih", (3 * hidden,)),
-                ("bias_hh", (3 * hidden,)),
+                ("weight_ih", (gates, hidden)),
+                ("weight_hh", (gates, hidden)),
+                ("bias_ih", (gates,)),
+                ("bias_hh", (gates,)),
             ):
                 setattr(
                     self, f"{name}_l{k}", nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
                 )
 
-    def step(
-        self, x: torch.Tensor, h: list[torch.Tensor]
-    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """One time step: input ``(B, H)``, states per layer ``(B, H)``."""
+    def zero_state(self, x: torch.Tensor) -> list:
+        """All-zero states for inputs ``x (B, H)``: per layer ``h (B, H)`` (GRU) or
+        ``(h, c)`` (LSTM)."""
+        if self.cell == "gru":
+            return [x.new_zeros(x.shape) for _ in range(self.layers)]
+        return [(x.new_zeros(x.shape), x.new_zeros(x.shape)) for _ in range(self.layers)]
+
+    def step(self, x: torch.Tensor, state: list) -> tuple[torch.Tensor, list]:
+        """One time step: input ``(B, H)``, states per layer as :meth:`zero_state`'s;
+        returns the top layer's output ``(B, H)`` and the new states."""
         new = []
         for k in range(self.layers):
             if k > 0:
                 x = F.dropout(x, self.dropout, self.training)
+            h = state[k] if self.cell == "gru" else state[k][0]
             gi = F.linear(x, getattr(self, f"weight_ih_l{k}"), getattr(self, f"bias_ih_l{k}"))
-            gh = F.linear(h[k], getattr(self, f"weight_hh_l{k}"), getattr(self, f"bias_hh_l{k}"))
-            ir, iz, i_n = gi.chunk(3, dim=-1)
-            hr, hz, hn = gh.chunk(3, dim=-1)
-            r, u = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
-            n = torch.tanh(i_n + r * hn)
-            x = (1 - u) * n + u * h[k]
-            new.append(x)
+            gh = F.linear(h, getattr(self, f"weight_hh_l{k}"), getattr(self, f"bias_hh_l{k}"))
+            if self.cell == "gru":
+                ir, iz, i_n = gi.chunk(3, dim=-1)
+                hr, hz, hn = gh.chunk(3, dim=-1)
+                r, u = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+                n = torch.tanh(i_n + r * hn)
+                x = (1 - u) * n + u * h
+                new.append(x)
+            else:
+                i, f, g, o = (gi + gh).chunk(4, dim=-1)
+                c = torch.sigmoid(f) * state[k][1] + torch.sigmoid(i) * torch.tanh(g)
+                x = torch.sigmoid(o) * torch.tanh(c)
+                new.append((x, c))
         return x, new
 
 
@@ -129,17 +161,19 @@ class GRUDecoder(nn.Module):
     ``s_{t-1} = softmax(logits_{t-1})`` (``s_0 = 0``).
     """
 
+    cell = "gru"
+
     def __init__(self, latent_dim, vocab_size, max_length, hidden=100, layers=3, dropout=0.2):
         super().__init__()
         self.latent_dim, self.vocab_size, self.max_length = latent_dim, vocab_size, max_length
         self.project = nn.Linear(latent_dim, hidden)
         self.out = nn.Linear(2 * hidden, vocab_size)
         self.output_projection = nn.Linear(vocab_size, hidden)
-        self.gru = _GRUStack(hidden, layers, dropout)
+        self.gru = _RNNStack(hidden, layers, dropout, self.cell)  # the reference's name
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         context = self.project(z)
-        h = [context.new_zeros(context.shape) for _ in range(self.gru.layers)]
+        h = self.gru.zero_state(context)
         probs = z.new_zeros(z.shape[0], self.vocab_size)
         steps = []
         for _ in range(self.max_length):
@@ -148,6 +182,15 @@ class GRUDecoder(nn.Module):
             steps.append(logits)
             probs = torch.softmax(logits, dim=-1)
         return torch.stack(steps, dim=1)
+
+
+class LSTMDecoder(GRUDecoder):
+    """The reference's LSTM decoder (``DecoderRNNLSTM``): :class:`GRUDecoder`'s steps with
+    a stacked LSTM (zero initial hidden and cell states), ``z (B, d) -> logits (B, L, V)``.
+    Its stack is ``self.gru``, the reference's attribute name, so official state dicts
+    load as they are."""
+
+    cell = "lstm"
 
 
 class _Attention(nn.Module):
@@ -245,8 +288,9 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
 
     Parameters
     ----------
-    decoder : {"gru", "transformer"}
-        The decoder (:class:`GRUDecoder` or :class:`TransformerDecoder`); ``self.decoder``
+    decoder : {"gru", "lstm", "transformer"}
+        The decoder (:class:`GRUDecoder`, :class:`LSTMDecoder` or
+        :class:`TransformerDecoder`); ``self.decoder``
         maps ``z (B, latent_dim)`` to logits ``(B, max_length, vocab_size)`` and is what
         :func:`les_lso.les` scores.
     hidden_size, num_layers : int
@@ -305,10 +349,9 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         self.vocab_size, self.max_length, self.latent_dim = vocab_size, max_length, latent_dim
         self.eps_std, self.logvar_activation = float(eps_std), logvar_activation
         self.encoder = ConvEncoder(vocab_size, max_length, latent_dim, encoder_size)
-        if decoder == "gru":
-            self.decoder = GRUDecoder(
-                latent_dim, vocab_size, max_length, hidden_size, num_layers, dropout
-            )
+        if decoder in ("gru", "lstm"):
+            rnn = GRUDecoder if decoder == "gru" else LSTMDecoder
+            self.decoder = rnn(latent_dim, vocab_size, max_length, hidden_size, num_layers, dropout)
         else:
             self.decoder = TransformerDecoder(
                 latent_dim,
@@ -384,16 +427,17 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
     def from_official_checkpoint(
         cls, path: str | Path, *, preset: str | None = None, **overrides
     ) -> SequenceVAE:
-        """One of the reference's released GRU VAEs from its ``w.pth`` state dict
-        (``trained_models/{expressions,smiles}_gru_{0.05,0.1,1}/w.pth`` of
-        OmerRonen/les): GRU 3 x 100, softplus log-variance, and the sizes of
+        """One of the reference's released GRU or LSTM VAEs from its ``w.pth`` state dict
+        (``trained_models/{expressions,smiles}_{gru,lstm}_{0.05,0.1,1}/w.pth`` of
+        OmerRonen/les): decoder 3 x 100, softplus log-variance, and the sizes of
         :data:`OFFICIAL_PRESETS` (expressions: latent 25, small encoder, ``eps_std`` 0.1;
         SMILES: vocabulary 35, length 120, latent 56, large encoder, ``eps_std`` 0.001).
 
-        ``preset``: ``"expressions_gru"`` or ``"smiles_gru"``; by default the one whose
-        name starts the checkpoint's folder or file name (``smiles_gru_0.1/w.pth``), else
-        ``"expressions_gru"``. ``overrides`` change the configuration further. The LSTM
-        and transformer checkpoints are other architectures and are refused by name.
+        ``preset``: one of :data:`OFFICIAL_PRESETS` (``"expressions_gru"``,
+        ``"expressions_lstm"``, ``"smiles_gru"``, ``"smiles_lstm"``); by default the one
+        whose name starts the checkpoint's folder or file name (``smiles_lstm_0.1/w.pth``),
+        else ``"expressions_gru"``. ``overrides`` change the configuration further. The
+        transformer checkpoints are another architecture and are refused by name.
 
         The file is read with ``torch.load(weights_only=True)`` (no code runs). The
         reference's unused encoder embedding and its property head are dropped; every
@@ -403,11 +447,10 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         names = (path.parent.name, path.stem)
         if preset is None:
             for name in names:
-                other = re.match(r"(expressions|smiles|selfies)_(lstm|transformer)", name)
-                if other:
+                if re.match(r"(expressions|smiles|selfies)_transformer", name):
                     raise ValueError(
-                        f"{str(path)!r} is an official {other.group(2)} checkpoint; only the "
-                        f"GRU VAEs load (presets: {sorted(OFFICIAL_PRESETS)})"
+                        f"{str(path)!r} is an official transformer checkpoint; only the "
+                        f"GRU and LSTM VAEs load (presets: {sorted(OFFICIAL_PRESETS)})"
                     )
             hits = [p for p in OFFICIAL_PRESETS for name in names if name.startswith(p)]
             preset = hits[0] if hits else "expressions_gru"
@@ -425,7 +468,6 @@ class SequenceVAE(nn.Module, PretrainedModelMixin):
         ):
             raise ValueError(f"checkpoint {str(path)!r} is not a state dict of tensors")
         config = {
-            "decoder": "gru",
             "logvar_activation": "softplus",
             **OFFICIAL_PRESETS[preset],
             **overrides,

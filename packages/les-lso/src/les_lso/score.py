@@ -287,15 +287,15 @@ def uncertainty_score(
 
     The decoder's dropout masks act as an ensemble: for each of ``n_preds`` draws, a
     greedy decode :math:`s` is taken under one mask and scored under ``n_models`` others,
-    :math:`p_m = p(s \mid z, m)`; with :math:`ar p = 	frac1M \sum_m p_m`,
+    :math:`p_m = p(s \mid z, m)`; with :math:`\bar p = \tfrac1M \sum_m p_m`,
 
     .. math::
 
-        I = rac{1}{ar p}\Big(-ar p \log ar p
-            + 	frac1M \sum_m p_m \log p_m\Big),
+        I = \frac{1}{\bar p}\Big(-\bar p \log \bar p
+            + \tfrac1M \sum_m p_m \log p_m\Big),
 
     averaged over the draws (all in log space, as the reference computes it). The score is
-    :math:`-\log ar I`. The module runs in train mode for the call (dropout on; its mode
+    :math:`-\log \bar I`. The module runs in train mode for the call (dropout on; its mode
     is restored), with its masks drawn from a generator seeded by ``seed`` (torch's global
     generator is left as it was); a decoder whose train mode does more than dropout
     (batch statistics) is not meant for it. A decoder without dropout has zero
