@@ -143,3 +143,70 @@ def test_evaluate_grades_the_first_words_of_the_greedy_answer(world, toy):
             for t, s in zip(out, samples, strict=True)
         ]
     assert result["accuracy"] == pytest.approx(sum(hits) / len(hits))
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_right_padded_prompts_are_refused_not_continued_from_the_padding(tiny, arch):
+    from juice_lm import CAD
+
+    model = tiny(arch, seed=3)
+    steer = JuICE(model, ([(0, 1)], [(1, 0)]), 2.0, 1.0)
+    ids = _ids(5, (2, 6))
+    right = torch.ones_like(ids)
+    right[1, 4:] = 0  # a tokenizer with padding_side="right"
+    with pytest.raises(ValueError, match=r"attention_mask rows \[1\] have padding after"):
+        steer.generate(ids, right, max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"question_mask rows \[1\] have padding after"):
+        CAD(model).generate(ids, ids, 2, question_mask=right)
+    # the same row left-padded continues exactly as the prompt alone
+    left = torch.cat([ids[1:, 4:], ids[1:, :4]], dim=1)
+    mask = torch.ones_like(left)
+    mask[0, :2] = 0
+    padded = steer.generate(
+        torch.cat([ids[:1], left]), torch.cat([right[:1], mask]), max_new_tokens=4
+    )
+    alone = steer.generate(ids[1:, :4], max_new_tokens=4)
+    assert torch.equal(padded[1, 2:], alone[0])
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2", "gpt2"])
+def test_last_position_logits_equal_the_full_forwards_last_row(tiny, arch):
+    from juice_lm.steering import forward
+
+    model = tiny(arch, seed=4)
+    ids = _ids(6, (2, 7))
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0
+    full, _ = forward(model, ids, mask, use_cache=False)
+    last, _ = forward(model, ids, mask, use_cache=False, last=True)
+    assert full.shape == (2, 7, 48) and last.shape == (2, 1, 48)  # only one position computed
+    torch.testing.assert_close(last, full[:, -1:])
+
+
+def test_juice_steers_toward_the_mode_its_heads_were_selected_for(tiny):
+    from juice_lm import Selection
+
+    model = tiny("llama")
+    context = Selection([(0, 1)], [(1, 0)], "context")
+    assert JuICE(model, context).mode == "context"
+    assert JUNE(model, context).mode == "context"
+    assert JuICE(model, ([(0, 1)], [(1, 0)])).mode == "memory"  # a plain pair: memory
+    assert JuICE(model, context, mode="memory").mode == "memory"  # named explicitly
+
+
+def test_evaluate_generates_the_official_budget_by_default(world, toy):
+    from juice_lm import TOKENS_PER_WORD
+
+    budgets = []
+
+    class Spy:
+        def complete(self, tokenizer, contexts, questions, max_new_tokens):
+            budgets.append(max_new_tokens)
+            return plain(toy).complete(tokenizer, contexts, questions, max_new_tokens)
+
+    evaluate(Spy(), world.tokenizer, world.samples(2, seed=1), "memory")
+    assert TOKENS_PER_WORD == 3 and set(budgets) == {15}  # five words: the official 15
+    evaluate(Spy(), world.tokenizer, world.samples(2, seed=1), "memory", words=1)
+    assert budgets[-1] == 3
+    evaluate(Spy(), world.tokenizer, world.samples(2, seed=1), "memory", max_new_tokens=2)
+    assert budgets[-1] == 2

@@ -1,11 +1,14 @@
 """The quick claim test: what the quick profile measured (seed 0), with stated margins.
 
-Measured on the quick profile (3 seeds: AUROC LES 0.938 / 0.941 / 0.927 vs likelihood
-0.910 / 0.895 / 0.911, kNN about 0.6, prior about 0.4; BoTorch validity 0.37 / 0.30 /
-0.40 without and 0.57 / 0.60 / 0.57 with the LES penalty; gradient ascent at the
-reference's step length stays in the data region, and its penalized runs are not more
-valid), the test asserts the parts that held, with margins below the smallest observed
-gap.
+Measured on the quick profile (two-layer GRU VAE, 3 seeds): AUROC LES 0.864 / 0.927 /
+0.927, likelihood 0.878 / 0.906 / 0.900, MC-dropout uncertainty 0.812 / 0.905 / 0.846,
+polarity LES 0.732 / 0.837 / 0.866, kNN about 0.6, prior about 0.4; BoTorch validity
+0.27 / 0.37 / 0.40 without and 0.40 / 0.57 / 0.80 with the LES penalty; gradient ascent
+at the reference's step length stays in the data region, and its penalized runs are not
+reliably more valid. The test asserts, on seed 0, the parts that held in every seed,
+with margins below the smallest observed gap. LES beats the likelihood on the mean but
+not on seed 0 (0.864 vs 0.878): that comparison is only bounded here (LES at most 0.03
+below), not asserted as a win.
 """
 
 from pathlib import Path
@@ -23,17 +26,22 @@ def result(tmp_path_factory):
 
 
 @pytest.mark.claim
-def test_les_tells_valid_from_invalid_decodes_best(result):
+def test_les_tells_valid_from_invalid_decodes_better_than_the_baselines(result):
     rows = result.rows
-    les = mean_metric(rows, "auroc", "LES")
-    assert les > mean_metric(rows, "auroc", "likelihood") + 0.01
-    assert les > mean_metric(rows, "auroc", "kNN") + 0.2
-    assert les > mean_metric(rows, "auroc", "prior") + 0.2
-    assert les > mean_metric(rows, "auroc", "LES (polarity)")
+
+    def auroc(method):
+        return mean_metric(rows, "auroc", method)
+
+    les = auroc("LES")
+    assert les > auroc("uncertainty") + 0.01  # smallest gap over the seeds 0.022
+    assert les > auroc("kNN") + 0.2
+    assert les > auroc("prior") + 0.2
+    assert les > auroc("LES (polarity)") + 0.03  # smallest gap 0.061
+    assert les > auroc("likelihood") - 0.03  # seed 0: 0.014 below; seeds 1, 2: above
 
 
 @pytest.mark.claim
 def test_les_penalty_keeps_botorch_proposals_valid(result):
     rows = result.rows
     penalized = mean_metric(rows, "validity", "BoTorch qLogEI + LES")
-    assert penalized > mean_metric(rows, "validity", "BoTorch qLogEI") + 0.1
+    assert penalized > mean_metric(rows, "validity", "BoTorch qLogEI") + 0.1  # smallest 0.133

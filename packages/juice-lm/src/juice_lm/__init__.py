@@ -26,11 +26,21 @@ if TYPE_CHECKING:  # the public API, imported on first use (the entry point stay
         MODES,
         ConflictSample,
         answer_token_id,
+        encode_batch,
         is_correct,
         normalize_answer,
     )
     from .scoring import HeadScores, Selection, ablation_ranking, score_heads, select_heads
-    from .steering import JUNE, PH3, Completion, HeadSteering, JuICE, evaluate, plain
+    from .steering import (
+        JUNE,
+        PH3,
+        TOKENS_PER_WORD,
+        Completion,
+        HeadSteering,
+        JuICE,
+        evaluate,
+        plain,
+    )
     from .toy import ToyWorld, toy_model, train_toy, word_tokenizer
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
@@ -45,6 +55,7 @@ __all__ = [
     "KINDS",
     "MODES",
     "PH3",
+    "TOKENS_PER_WORD",
     "AttentionHeads",
     "Completion",
     "ConflictSample",
@@ -59,6 +70,7 @@ __all__ = [
     "__version__",
     "ablation_ranking",
     "answer_token_id",
+    "encode_batch",
     "evaluate",
     "is_correct",
     "normalize_answer",

@@ -13,7 +13,7 @@ from torch import nn
 from icml25_core import check_choice, check_scalar
 
 from .samples import MODES, compose, encode_batch
-from .steering import Completion, HeadSteering, _device, forward, plain
+from .steering import Completion, HeadSteering, _device, check_left_padded, forward, plain
 
 INSTRUCTIONS = {
     "memory": "Ignore the context and answer from your own knowledge.",
@@ -62,7 +62,7 @@ class CAD:
             The question alone.
         max_new_tokens : int
         attention_mask, question_mask : tensor, optional
-            Masks of the two streams (default: no padding).
+            Masks of the two streams (default: no padding); padding on the left only.
         eos_token_id : int, optional
             A row that produced it keeps producing it; decoding stops when all rows have.
 
@@ -76,9 +76,13 @@ class CAD:
         check_scalar(max_new_tokens, "max_new_tokens", low=1, integer=True)
         device = _device(self.model)
         streams = []
-        for ids, mask in ((input_ids, attention_mask), (question_ids, question_mask)):
+        for ids, mask, name in (
+            (input_ids, attention_mask, "attention_mask"),
+            (question_ids, question_mask, "question_mask"),
+        ):
             ids = ids.to(device)
             streams.append(torch.ones_like(ids) if mask is None else mask.to(device))
+            check_left_padded(streams[-1], name)
         if input_ids.shape[0] != question_ids.shape[0]:
             raise ValueError(
                 f"input_ids and question_ids must hold the same number of rows, got "
@@ -91,7 +95,7 @@ class CAD:
         for _ in range(max_new_tokens):
             logits = []
             for s in range(2):
-                out, caches[s] = forward(self.model, step[s], streams[s], caches[s])
+                out, caches[s] = forward(self.model, step[s], streams[s], caches[s], last=True)
                 logits.append(out[:, -1].float())
             adjusted = (1 + self.alpha) * logits[0] - self.alpha * logits[1]
             if first is None:

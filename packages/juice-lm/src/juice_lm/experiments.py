@@ -115,7 +115,8 @@ def _run(cfg, seed, out_dir) -> list[Row]:
     scoring = world.samples(cfg["n_score"], seed=10_000 + seed)
     validation = world.samples(cfg["n_val"], seed=20_000 + seed)
     test = world.samples(cfg["n_test"], seed=30_000 + seed)
-    grade = {"words": 1}  # the toy's answers are one word; what follows them is noise
+    # the toy's answers are one word (one token); what follows them is noise
+    grade = {"words": 1, "max_new_tokens": 1}
     scores = score_heads(model, tok, scoring)
     # the seed's own file in the run's folder: a resumed seed writes it again
     scores.save(Path(out_dir) / f"head-scores-seed{seed}.json", overwrite=True)

@@ -28,6 +28,7 @@ from icml25_core import check_choice, check_scalar, write_json_atomic
 
 from .heads import AttentionHeads, Head
 from .samples import KINDS, MODE_KINDS, MODES, answer_token_id, check_samples
+from .steering import forward
 
 
 @dataclass(frozen=True)
@@ -182,8 +183,10 @@ def score_heads(
         targets = torch.tensor([answer_token_id(tokenizer, sample.target(m)) for m in MODES])
         for kind in KINDS:
             ids = torch.tensor([tokenizer(sample.prompt(kind)).input_ids], device=device)
+            mask = torch.ones_like(ids)
             with heads.capture() as clean:
-                base = model(ids).logits[0, -1].float().softmax(-1)[targets.to(device)]
+                logits, _ = forward(model, ids, mask, use_cache=False, last=True)
+                base = logits[0, -1].float().softmax(-1)[targets.to(device)]
             for layer in range(L):
                 changes = []
                 for start in range(0, H * A, batch_size):
@@ -191,7 +194,10 @@ def score_heads(
                     n = coef.shape[0]
                     source = {layer: clean[layer].expand(n, -1, -1)}
                     with heads.edit({layer: coef}, source=source):
-                        logits = model(ids.expand(n, -1)).logits[:, -1].float()
+                        logits, _ = forward(
+                            model, ids.expand(n, -1), mask.expand(n, -1), use_cache=False, last=True
+                        )
+                        logits = logits[:, -1].float()
                     changes.append(logits.softmax(-1)[:, targets.to(device)] - base)
                 change = torch.cat(changes).view(H, A, len(MODES)).cpu().numpy()
                 for i, mode in enumerate(MODES):

@@ -52,6 +52,11 @@ class Completion:
     first_probs: torch.Tensor
 
 
+TOKENS_PER_WORD = 3
+"""Default tokens generated per graded word: ``words=5`` generates the official
+evaluation's 15 tokens."""
+
+
 def _device(model: nn.Module) -> torch.device:
     return next(model.parameters()).device
 
@@ -61,25 +66,46 @@ def _positions(mask: torch.Tensor, n: int) -> torch.Tensor:
     return (mask.cumsum(-1) - 1).clamp(min=0)[:, -n:]
 
 
+def check_left_padded(mask: torch.Tensor, name: str = "attention_mask") -> None:
+    """Refuse a mask ``(B, T)`` with padding after a row's tokens (right padding):
+    generation appends each new token after the last column, so a right-padded row would
+    continue from its padding."""
+    late = ((mask.cummax(dim=1).values > 0) & (mask == 0)).any(dim=1)
+    rows = late.nonzero().flatten().tolist()
+    if rows:
+        raise ValueError(
+            f"{name} rows {rows[:5]} have padding after their tokens (right padding); "
+            "generation needs left padding: set tokenizer.padding_side = 'left' or use "
+            "juice_lm.encode_batch"
+        )
+
+
 @functools.cache
-def _cache_argument(cls: type) -> str:
-    """The KV-cache keyword of ``cls.forward`` (read once per model class, not per step)."""
-    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+def _forward_arguments(cls: type) -> tuple[str, bool]:
+    """The KV-cache keyword of ``cls.forward`` and whether it takes ``logits_to_keep``
+    (read once per model class, not per step)."""
+    params = inspect.signature(cls.forward).parameters
+    return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
 
 
-def forward(model: nn.Module, ids, mask, cache=None, use_cache: bool = True):
+def forward(model: nn.Module, ids, mask, cache=None, use_cache: bool = True, last: bool = False):
     """One forward of the new tokens ``ids`` (B, n) of left-padded rows with attention
-    ``mask`` (B, past + n) -> ``(logits (B, n, vocab), cache)``.
+    ``mask`` (B, past + n) -> ``(logits (B, n, vocab), cache)``; with ``last=True`` only
+    the last position's logits ``(B, 1, vocab)`` are computed (``logits_to_keep=1``, where
+    the model takes it: a prefill over a large vocabulary otherwise materialises
+    ``B x n x vocab`` logits).
 
     transformers 5 names the KV cache ``cache`` (``past_key_values`` before).
     """
-    name = _cache_argument(type(model))
+    name, keeps = _forward_arguments(type(model))
+    extra = {"logits_to_keep": 1} if last and keeps else {}
     out = model(
         ids,
         attention_mask=mask,
         position_ids=_positions(mask, ids.shape[1]),
         use_cache=use_cache,
         **{name: cache},
+        **extra,
     )
     if not use_cache:
         return out.logits, None
@@ -113,19 +139,20 @@ class HeadSteering:
         self._coefs = self.heads.coefficient_tensors(self.coefficients)
 
     # -- forwards ----------------------------------------------------------------------------
-    def _step(self, ids, mask, caches, use_cache: bool):
-        """One steered forward of ``ids`` (the new tokens) -> logits and updated caches."""
+    def _step(self, ids, mask, caches, use_cache: bool, last: bool = False):
+        """One steered forward of ``ids`` (the new tokens) -> logits (of the last position
+        only with ``last=True``) and updated caches."""
         if not self._coefs:
-            logits, cache = forward(self.model, ids, mask, caches[0], use_cache)
+            logits, cache = forward(self.model, ids, mask, caches[0], use_cache, last)
             return logits, (cache, None)
         if self.runs == 1:
             with self.heads.edit(self._coefs):
-                logits, cache = forward(self.model, ids, mask, caches[0], use_cache)
+                logits, cache = forward(self.model, ids, mask, caches[0], use_cache, last)
             return logits, (cache, None)
         with self.heads.capture(self._coefs) as clean:
-            _, first = forward(self.model, ids, mask, caches[0], use_cache)
+            _, first = forward(self.model, ids, mask, caches[0], use_cache, last=True)
         with self.heads.edit(self._coefs, source=clean):
-            logits, second = forward(self.model, ids, mask, caches[1], use_cache)
+            logits, second = forward(self.model, ids, mask, caches[1], use_cache, last)
         return logits, (first, second)
 
     @torch.no_grad()
@@ -194,6 +221,8 @@ class HeadSteering:
         input_ids : tensor (B, T)
             Left-padded prompts.
         attention_mask : tensor (B, T), optional
+            1 for tokens, 0 for padding, which must come before a row's tokens (a
+            right-padded mask is refused: the continuation would follow the padding).
         max_new_tokens : int
         use_cache : bool
             Keep one KV cache per run (``True``) or recompute the whole sequence twice per
@@ -210,15 +239,16 @@ class HeadSteering:
         """
         check_scalar(max_new_tokens, "max_new_tokens", low=1, integer=True)
         ids, mask = self._inputs(input_ids, attention_mask)
+        check_left_padded(mask)
         caches = (None, None)
         step_ids = ids
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
         first = None
         for _ in range(max_new_tokens):
             if use_cache:
-                logits, caches = self._step(step_ids, mask, caches, use_cache=True)
+                logits, caches = self._step(step_ids, mask, caches, use_cache=True, last=True)
             else:
-                logits, _ = self._step(ids, mask, (None, None), use_cache=False)
+                logits, _ = self._step(ids, mask, (None, None), use_cache=False, last=True)
             last = logits[:, -1]
             if first is None:
                 first = last.float()
@@ -278,9 +308,11 @@ def evaluate(
     kinds : sequence of str, optional
         Prompt kinds to grade; default all three for memory, the two conflicts for context.
     max_new_tokens : int, optional
-        Tokens generated per prompt; default the longest answer's length plus 4 (the
-        answer must appear within the first ``words`` words, see
-        :func:`~juice_lm.is_correct`).
+        Tokens generated per prompt; default :data:`TOKENS_PER_WORD` per graded word (15
+        for the default five words, the official budget), or the longest answer's token
+        count where that is more. The answer must appear within the first ``words`` words
+        (:func:`~juice_lm.is_correct`), and a model that opens with a few words ("Hmm,
+        it's the beautiful Paris.") needs the tokens to reach it.
     words : int
         How many generated words grading looks at (5, as the official code).
 
@@ -299,7 +331,8 @@ def evaluate(
     kinds = tuple(kinds) if kinds is not None else MODE_KINDS[mode]
     targets = [s.target(mode) for s in samples]
     if max_new_tokens is None:
-        max_new_tokens = max(answer_length(tokenizer, t) for t in targets) + words - 1
+        longest = max(answer_length(tokenizer, t) for t in targets)
+        max_new_tokens = max(TOKENS_PER_WORD * words, longest)
     token_ids = torch.tensor([answer_token_id(tokenizer, t) for t in targets])
     per_kind = {}
     for kind in kinds:
@@ -346,8 +379,10 @@ class JuICE(HeadSteering):
         Weights of the enhance (``+alpha_plus h``) and suppress (``-alpha_minus h``) edits.
         A head in both sets gets ``alpha_plus - alpha_minus`` once (the official code
         applies ``-alpha_minus`` to it twice).
-    mode : {"memory", "context"}
-        What the heads were selected for; :meth:`tune_alphas` grades toward it.
+    mode : {"memory", "context"}, optional
+        What the heads were selected for; :meth:`tune_alphas` grades toward it. Default:
+        the :class:`~juice_lm.Selection`'s own ``mode``, or ``"memory"`` for a plain
+        ``(enhance, suppress)`` pair.
     runs : {1, 2}
         2 is JuICE; 1 is the paper's JUNE ablation (:class:`JUNE`).
     """
@@ -359,9 +394,11 @@ class JuICE(HeadSteering):
         alpha_plus: float = 1.0,
         alpha_minus: float = 1.0,
         *,
-        mode: str = "memory",
+        mode: str | None = None,
         runs: int = 2,
     ):
+        if mode is None:
+            mode = getattr(heads, "mode", "memory")
         check_choice(mode, "mode", MODES)
         enhance, suppress = (heads.enhance, heads.suppress) if hasattr(heads, "enhance") else heads
         probe = AttentionHeads(model)
@@ -449,7 +486,7 @@ class JuICE(HeadSteering):
 class JUNE(JuICE):
     """JuICE's run-once ablation: the same heads and weights applied in one forward."""
 
-    def __init__(self, model, heads, alpha_plus=1.0, alpha_minus=1.0, *, mode="memory"):
+    def __init__(self, model, heads, alpha_plus=1.0, alpha_minus=1.0, *, mode=None):
         super().__init__(model, heads, alpha_plus, alpha_minus, mode=mode, runs=1)
 
 
