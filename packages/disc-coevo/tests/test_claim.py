@@ -1,9 +1,10 @@
 """The quick claim test: what the quick profile measured (seeds 0-2), with stated margins.
 
-Measured (quick, 3 seeds): new task (digit mod 3, 10 % labels) DISC 0.895 vs A alone
-0.911, hierarchical collaboration only 0.907, concat 0.898, fixed fusion 0.894, B alone
-0.876; the selective fusion gives the parity expert 17-18 % of the weight. Existing tasks
-after continued training, DISC vs alone: identity 0.983 vs 0.984, parity 0.986 vs 0.988.
+Measured (quick, 3 seeds, 0.1.3, two threads): new task (digit mod 3, 10 % labels) DISC
+0.886 vs A alone 0.911, hierarchical collaboration only 0.907, concat 0.900, fixed fusion
+0.896, B alone 0.877; the selective fusion gives the parity expert 17 % of the weight.
+Existing tasks after continued training, DISC vs alone: identity 0.983 vs 0.983, parity
+0.986 vs 0.986.
 With one thread per process (as the test suite runs under xdist) the same seeds give
 DISC 0.899 vs A alone 0.920, hierarchical only 0.904, identity 0.985 vs 0.981, parity
 0.989 vs 0.989: the quick numbers move by about a point with the floating-point order.
@@ -36,7 +37,7 @@ def test_collaboration_keeps_both_existing_tasks(rows):
 @pytest.mark.claim
 def test_new_task_gains_nothing_over_the_main_expert_at_this_scale(rows):
     alone = mean_metric(rows, "accuracy", "A alone")
-    # did not hold: DISC is within 3 points of A alone (measured 1.6 and 2.1 below), and
+    # did not hold: DISC is within 3 points of A alone (measured 2.5 and 2.1 below), and
     # so is the hierarchical part alone (measured 0.4 and 1.6 below)
     assert abs(mean_metric(rows, "accuracy", DISC) - alone) <= 0.03
     assert mean_metric(rows, "accuracy", ABLATION) >= alone - 0.03

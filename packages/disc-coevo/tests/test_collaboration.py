@@ -115,3 +115,22 @@ def test_cosine_schedule():
     assert s(25) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
     with pytest.raises(ValueError, match="steps must be >= 1"):
         CosineSchedule(1, 0, 0)
+
+
+def test_fusion_weights_are_the_releases_wherever_it_is_defined():
+    def release(c_m, c_a):  # the release's holographic fusion, written out
+        denominator = torch.log(c_m) + torch.log(c_a) + 1e-8
+        logits = torch.stack(
+            [c_m + torch.log(c_a) / denominator, c_a + torch.log(c_m) / denominator], 1
+        )
+        return torch.softmax(logits, 1)
+
+    # both near 1: the release's weights (0.77 / 0.23 here), not an even split
+    c_m, c_a = torch.tensor([1.0, 0.3, 0.999]), torch.tensor([1 - 6e-8, 0.8, 1.0])
+    want = release(c_m, c_a)
+    torch.testing.assert_close(fusion_weights(c_m, c_a), want)
+    assert float(want[0, 0]) == pytest.approx(0.77, abs=0.01)
+    # a confidence of exactly 0: the release gives NaN, here finite weights favouring the other
+    assert torch.isnan(release(torch.tensor([0.0]), torch.tensor([0.5]))).all()
+    w = fusion_weights(torch.tensor([0.0]), torch.tensor([0.5]))
+    assert torch.isfinite(w).all() and float(w[0, 1]) > 0.5

@@ -229,3 +229,22 @@ def test_bad_input_is_refused(experts, images):
         train(pair, x[:1], y[:1])
     with pytest.raises(ValueError, match="stages must name at least one stage"):
         StagedExpert(nn.Identity(), {}, nn.Identity())
+
+
+def test_pairs_built_by_hand_in_both_directions_leave_the_experts_trainable(experts):
+    a, b = experts()
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(32, 1, 8, 8, generator=g, dtype=torch.float64)
+    y = (x.mean(dim=(1, 2, 3)) > x.mean()).long()
+    ab, ba = Socialized(a, b, 2, (1, 8, 8)), Socialized(b, a, 2, (1, 8, 8))
+    assert all(p.requires_grad for p in (*a.parameters(), *b.parameters()))  # not mutated
+    b_ids = {id(p) for p in b.parameters()}
+    assert not any(id(p) in b_ids for p in ab.trainable_parameters())
+    a_before = {k: v.clone() for k, v in a.state_dict().items()}
+    b_before = {k: v.clone() for k, v in b.state_dict().items()}
+    train(ab, x, y, epochs=1, batch_size=16)
+    assert any(not torch.equal(v, a_before[k]) for k, v in a.state_dict().items())  # A learnt
+    assert all(torch.equal(v, b_before[k]) for k, v in b.state_dict().items())  # B untouched
+    train(ba, x, y, epochs=1, batch_size=16)  # B still trains (it was frozen in place before)
+    assert any(not torch.equal(v, b_before[k]) for k, v in b.state_dict().items())
+    train(b, x, y, epochs=1, batch_size=16)  # and alone

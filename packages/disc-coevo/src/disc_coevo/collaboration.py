@@ -38,7 +38,8 @@ __all__ = [
     "stage_transform",
 ]
 
-_DENOMINATOR_CAP = -1e-6
+_RELEASE_EPS = 1e-8
+"""The release's ``+ 1e-8`` in the holographic denominator ``log(c_m c_a) + 1e-8``."""
 
 
 class _Resize(nn.Module):
@@ -136,12 +137,20 @@ class ConfidenceNet(nn.Sequential):
 
 def fusion_weights(tcp_main: torch.Tensor, tcp_aux: torch.Tensor) -> torch.Tensor:
     """Fusion weights ``(B, 2)`` (main, auxiliary; rows sum to 1) from the confidences
-    ``(B,)`` or ``(B, 1)``: ``softmax(c + h)`` with the holographic weights ``h``."""
+    ``(B,)`` or ``(B, 1)``: ``softmax(c + h)`` with the holographic weights
+    ``h_m = log c_a / (log(c_m c_a) + 1e-8)``, ``h_a = log c_m / (...)``, the release's
+    formula wherever it is defined. Where it is not: a confidence of exactly 0 (the
+    release's NaN) enters as the smallest normal number, and a denominator of exactly 0
+    gives both holographic weights 1/2."""
     c_m, c_a = tcp_main.reshape(-1), tcp_aux.reshape(-1)
     tiny = torch.finfo(c_m.dtype).tiny
     log_m, log_a = torch.log(c_m.clamp_min(tiny)), torch.log(c_a.clamp_min(tiny))
-    denominator = (log_m + log_a).clamp(max=_DENOMINATOR_CAP)
-    holo_m, holo_a = log_a / denominator, log_m / denominator
+    denominator = log_m + log_a + _RELEASE_EPS
+    zero = denominator == 0
+    denominator = torch.where(zero, torch.ones_like(denominator), denominator)
+    half = torch.full_like(denominator, 0.5)
+    holo_m = torch.where(zero, half, log_a / denominator)
+    holo_a = torch.where(zero, half, log_m / denominator)
     return torch.softmax(torch.stack([c_m + holo_m, c_a + holo_a], dim=1), dim=1)
 
 

@@ -1,7 +1,9 @@
 """``Socialized``: a main expert that learns a task with a frozen auxiliary expert's help
 (DISC), and the ablations of the experiment.
 
-The auxiliary expert is frozen (eval mode, no gradient); the main expert, the
+The auxiliary expert is frozen (eval mode, its features computed without gradient, left
+out of :meth:`Socialized.trainable_parameters`; the caller's module is not altered, so the
+same expert can be the main one of another pair); the main expert, the
 collaboration transforms, the task head, the confidence networks and an auxiliary probe
 head train. Losses (:meth:`Socialized.loss`): cross-entropy of the fused logits (the task;
 it reaches the main expert, the transforms and the head), cross-entropy of a linear probe
@@ -35,7 +37,8 @@ class Socialized(nn.Module):
     Parameters
     ----------
     main, aux : StagedExpert
-        The learning expert and the helping one (frozen here).
+        The learning expert (trained in place: pass a copy to keep the original) and the
+        helping one (frozen here without changing its ``requires_grad`` flags).
     num_classes : int
         Classes of the task the main expert learns.
     input_shape : (C, H, W)
@@ -83,8 +86,6 @@ class Socialized(nn.Module):
             check_scalar(lam, "lam")
         self.main, self.aux = main, aux
         self.fusion, self.lam, self.step = fusion, lam, 0
-        for p in aux.parameters():
-            p.requires_grad_(False)
         shapes_main, shapes_aux, d_main, d_aux = _shapes(main, aux, input_shape)
         if stages is None:
             stages = main.stage_names[:-1]
@@ -119,6 +120,12 @@ class Socialized(nn.Module):
         super().train(mode)
         self.aux.eval()  # frozen: its BatchNorm statistics never move
         return self
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """The parameters an optimizer updates: everything but the auxiliary expert's
+        (and those the caller froze)."""
+        frozen = {id(p) for p in self.aux.parameters()}
+        return [p for p in self.parameters() if p.requires_grad and id(p) not in frozen]
 
     def lam_now(self) -> float:
         """The collaboration weight at the current :attr:`step`."""

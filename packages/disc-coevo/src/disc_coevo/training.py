@@ -98,7 +98,12 @@ def train(
     if len(X) < 2:
         raise ValueError("X must hold at least 2 images (BatchNorm needs a batch)")
     device = next(model.parameters()).device
-    params = [p for p in model.parameters() if p.requires_grad]
+    if isinstance(model, Socialized):
+        params = model.trainable_parameters()
+    else:
+        params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no parameter to train (every parameter is frozen)")
     if optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     else:
