@@ -64,7 +64,7 @@ def _case(batch: int, steps: int, width: int, layers: int, image: int, repeats: 
     kw = {"steps": steps, "batch_size": batch, "lr": 1e-5, "progress": False, "warmup": 1}
 
     def kuea():
-        align(copy.deepcopy(clip), teacher, world.images, gamma=1e-2, **kw)
+        align(copy.deepcopy(clip), teacher, world.images, gamma=1e-2, c0=1.0, **kw)
 
     def distill():
         align(copy.deepcopy(clip), teacher, world.images, objective="feature_l2", **kw)

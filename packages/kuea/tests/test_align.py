@@ -263,6 +263,7 @@ def test_bad_input():
             WORLD.images,
             steps=1,
             gamma=0.1,
+            c0=1.0,
             progress=False,
         )
     with pytest.raises(FloatingPointError, match="lower lr"):  # the teacher kernel overflows
@@ -272,6 +273,7 @@ def test_bad_input():
             WORLD.images,
             steps=1,
             gamma=0.1,
+            c0=1.0,
             progress=False,
         )
 
@@ -279,7 +281,90 @@ def test_bad_input():
 def test_dataset_input_equals_tensor_input():
     ds = torch.utils.data.TensorDataset(WORLD.images, torch.zeros(len(WORLD)))
     a, b = tiny_clip(seed=0), tiny_clip(seed=0)
-    kw = {"steps": 3, "batch_size": 16, "gamma": 0.05, "progress": False}
+    kw = {"steps": 3, "batch_size": 16, "gamma": 0.05, "c0": 1.0, "progress": False}
     align(a, TEACHER, WORLD.images, **kw)
     align(b, TEACHER, ds, **kw)
     assert _vision(a) == _vision(b)
+
+
+class _ModuleTeacher(torch.nn.Module):
+    """A teacher that is an ``nn.Module`` with dropout (its mode matters)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 8)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.proj(x.mean(dim=(2, 3))))
+
+
+def test_the_callers_teacher_is_not_mutated():
+    teacher = _ModuleTeacher().train()
+    align(tiny_clip(seed=0), teacher, WORLD.images, steps=2, batch_size=16, progress=False)
+    assert teacher.training  # mode restored
+    assert all(p.requires_grad for p in teacher.parameters())  # flags never touched
+    assert all(p.grad is None for p in teacher.parameters())  # and no gradient reached it
+
+
+def test_gamma_without_c0_is_refused():
+    with pytest.raises(ValueError, match=r"gamma= needs c0=.*0\.0032, c0=0\.191623"):
+        align(tiny_clip(seed=0), TEACHER, WORLD.images, steps=1, gamma=0.0032, progress=False)
+    # both, or c0 alone, are accepted
+    result = align(
+        tiny_clip(seed=0),
+        TEACHER,
+        WORLD.images,
+        steps=1,
+        batch_size=16,
+        gamma=0.0032,
+        c0=0.191623,
+        progress=False,
+    )
+    assert result.kernel_fit is None
+
+
+def test_kernel_parameters_are_fitted_on_a_random_sample(monkeypatch):
+    import kuea.alignment as A
+
+    seen = []
+    gather = A._gather
+
+    def spy(data, indices):
+        seen.append(list(indices))
+        return gather(data, indices)
+
+    monkeypatch.setattr(A, "_gather", spy)
+    for seed in (0, 1):
+        align(
+            tiny_clip(seed=0),
+            TEACHER,
+            WORLD.images,
+            steps=1,
+            batch_size=16,
+            fit_images=20,
+            seed=seed,
+            progress=False,
+        )
+    fits = [s for s in seen if len(s) == 20]
+    assert len(fits) == 2 and fits[0] != list(range(20)) and fits[0] != fits[1]
+    assert fits[0] == sorted(
+        torch.randperm(48, generator=torch.Generator().manual_seed(0))[:20].tolist()
+    )
+
+
+def test_the_teacher_kernel_keeps_its_own_degree(monkeypatch):
+    import kuea.alignment as A
+
+    degrees = []
+    kernel = A.teacher_kernel
+
+    def spy(d, kind="polynomial", **kw):
+        degrees.append(kw.get("degree"))
+        return kernel(d, kind, **kw)
+
+    monkeypatch.setattr(A, "teacher_kernel", spy)
+    align(
+        tiny_clip(seed=0), TEACHER, WORLD.images, steps=2, batch_size=16, degree=2, progress=False
+    )
+    assert degrees and set(degrees) == {3}  # the student is quadratic, the teacher cubic

@@ -134,6 +134,22 @@ def _check_weights(tower, head, kern, step, lr, kernel_lr) -> None:
         check_module_finite(kern, lr=kernel_lr, lr_name="kernel_lr", step=step)
 
 
+def _borrow(module: nn.Module, device: torch.device) -> Callable[[], None]:
+    """Put ``module`` in eval mode on ``device``; returns the function that puts its mode
+    and device back (the caller's teacher is used, not mutated for good)."""
+    training = module.training
+    tensor = next(module.parameters(), None)
+    home = tensor.device if tensor is not None else None
+    module.to(device).eval()
+
+    def restore() -> None:
+        module.train(training)
+        if home is not None:
+            module.to(home)
+
+    return restore
+
+
 def align(
     clip_model: nn.Module,
     teacher: Callable[[Tensor], Any],
@@ -154,6 +170,7 @@ def align(
     bandwidth: float | None = None,
     teacher_bandwidth: float | None = None,
     degree: int = 3,
+    teacher_degree: int = 3,
     learn_kernel_params: bool = False,
     kernel_lr: float = 1e-3,
     reduction: str = "mean",
@@ -176,7 +193,10 @@ def align(
         model; trained in place.
     teacher : callable
         ``images -> (n, d_t)`` features (a transformers model such as ``Dinov2Model``, any
-        module or function); frozen. It receives the same pixel tensors as CLIP.
+        module or function); run without gradient, in eval mode and on ``device`` during
+        the call; a module's mode and device are restored afterwards (its parameters'
+        ``requires_grad`` flags are never touched). It receives the same pixel tensors as
+        CLIP.
     images : Tensor of shape (n, C, H, W), or a map-style dataset of such tensors
         Preprocessed images of the size the CLIP tower expects.
     steps, batch_size : int
@@ -195,12 +215,18 @@ def align(
     teacher_kernel_kind : {"polynomial", "gaussian", "cosine"}
         The teacher's kernel (the paper: ``(d d^T / n_feat + 1)^3``).
     gamma, c0, bandwidth : float, optional
-        The student kernel's parameters; those not given are fitted on the first
-        ``fit_images`` images by :func:`kuea.fit_kernel_params` (``c0`` defaults to 1).
+        The student kernel's parameters; those not given are fitted on ``fit_images``
+        images drawn at random with ``seed`` (not the first ones: a dataset in folder
+        order would give one class) by :func:`kuea.fit_kernel_params`, ``c0`` held at 1
+        unless given. The normalized polynomial kernel depends on ``gamma / c0`` only, so
+        ``gamma`` needs ``c0`` too (the official pair: ``gamma=0.0032, c0=0.191623``);
+        ``c0`` alone fits ``gamma`` beside it.
     teacher_bandwidth : float, optional
         The teacher's gaussian width (default: the median heuristic on the fit images).
     degree : int
-        Polynomial degree (3).
+        The student's polynomial degree (3).
+    teacher_degree : int
+        The teacher kernel's polynomial degree (3: the paper's cubic teacher kernel).
     learn_kernel_params : bool
         Learn the student kernel's parameters with the tower (log-parameterized, AdamW at
         ``kernel_lr`` without weight decay); otherwise they stay fixed.
@@ -245,6 +271,14 @@ def align(
     check_choice(kernel, "kernel", KERNELS)
     check_choice(teacher_kernel_kind, "teacher_kernel_kind", KERNELS)
     check_choice(reduction, "reduction", REDUCTIONS)
+    check_scalar(degree, "degree", low=1, integer=True)
+    check_scalar(teacher_degree, "teacher_degree", low=1, integer=True)
+    if kernel == "polynomial" and gamma is not None and c0 is None:
+        raise ValueError(
+            "gamma= needs c0=: the normalized polynomial kernel depends on gamma / c0 only, "
+            "so gamma alone is ambiguous (the official pair is gamma=0.0032, c0=0.191623); "
+            "give both, c0 alone (gamma is fitted), or neither"
+        )
     warmup = max(1, round(0.07 * steps)) if warmup is None else warmup
     check_scalar(warmup, "warmup", low=0, high=steps, integer=True)
     warmup = max(warmup, 1)
@@ -274,170 +308,183 @@ def align(
     device = torch.device(device)
     clip_model.to(device)
     teacher_fn = as_teacher(teacher)
-    if isinstance(teacher, nn.Module):
-        teacher.to(device).eval().requires_grad_(False)
-
-    def teach(x: Tensor) -> Tensor:
-        with torch.no_grad():
-            d = teacher_fn(x)
-        if not isinstance(d, Tensor) or d.ndim != 2 or len(d) != len(x):
-            shape = tuple(d.shape) if isinstance(d, Tensor) else type(d).__name__
-            raise ValueError(
-                f"the teacher must return (n, d_t) features for n = {len(x)} images, got {shape}"
-            )
-        if not bool(torch.isfinite(d).all()):
-            raise ValueError("the teacher returned NaN or infinite features")
-        return d.float()
-
-    first = batches(0).to(device)
-    tower.check_images(first)
-
-    # the student kernel, its parameters fitted where not given
-    fit, kern, head = None, None, None
-    if objective == "kernel":
-        needs_fit = (kernel == "polynomial" and gamma is None) or (
-            kernel == "gaussian" and bandwidth is None
-        )
-        sample = _gather(data, list(range(min(fit_images, len(data))))).to(device)
-        if needs_fit or (teacher_kernel_kind == "gaussian" and teacher_bandwidth is None):
-            tower.check_images(sample)
-            e_s, d_s = _embed(tower.encode, sample, 256), _embed(teach, sample, 256)
-            if teacher_kernel_kind == "gaussian" and teacher_bandwidth is None:
-                teacher_bandwidth = median_bandwidth(d_s)
-            if needs_fit:
-                fit = fit_kernel_params(
-                    e_s,
-                    d_s,
-                    kind=kernel,
-                    teacher_kind=teacher_kernel_kind,
-                    teacher_bandwidth=teacher_bandwidth,
-                    c0=1.0 if c0 is None else c0,
-                    degree=degree,
-                    batch_size=batch_size,
-                )
-                gamma = fit.params.get("gamma", gamma)
-                c0 = fit.params.get("c0", c0)
-                bandwidth = fit.params.get("bandwidth", bandwidth)
-        kern = StudentKernel(
-            kernel,
-            gamma=gamma,
-            c0=1.0 if c0 is None else c0,
-            bandwidth=bandwidth,
-            degree=degree,
-            learnable=learn_kernel_params,
-        ).to(device)
-    elif objective == "feature_l2":
-        with torch.no_grad():
-            d_dim = teach(first[:2]).shape[1]
-            e_dim = tower.encode(first[:2]).shape[1]
-        head = nn.Linear(e_dim, d_dim).to(device)
-
-    frozen = copy.deepcopy(tower.trainable).eval().requires_grad_(False)
-    grad_flags = {name: p.requires_grad for name, p in clip_model.named_parameters()}
-    frozen_named = list(tower.frozen_parameters())
-    for _, p in frozen_named:
-        p.requires_grad_(False)
-    tower.trainable.requires_grad_(True)
-    before = parameters_digest(iter(frozen_named))
-
-    groups = [
-        {"params": list(tower.trainable.parameters()), "weight_decay": weight_decay, "lr": lr}
-    ]
-    if head is not None:
-        groups.append({"params": list(head.parameters()), "weight_decay": weight_decay, "lr": lr})
-    if kern is not None and learn_kernel_params:
-        groups.append({"params": list(kern.parameters()), "weight_decay": 0.0, "lr": kernel_lr})
-    optimizer = torch.optim.AdamW(groups)
-    base_lrs = [g["lr"] for g in groups]
-
-    settings = {
-        "steps": steps,
-        "batch_size": batch_size,
-        "lr": lr,
-        "weight_decay": weight_decay,
-        "warmup": warmup,
-        "w_reg": w_reg,
-        "w_align": w_align,
-        "objective": objective,
-        "kernel": kernel,
-        "teacher_kernel_kind": teacher_kernel_kind,
-        "degree": degree,
-        "learn_kernel_params": learn_kernel_params,
-        "kernel_lr": kernel_lr,
-        "reduction": reduction,
-        "seed": seed,
-        "n_images": len(data),
-    }
-    history: dict[str, list[float]] = {k: [] for k in ("step", "lr", "loss", "reg", "align")}
-    if kern is not None:
-        history.update({k: [] for k in kern.params()})
-    start = 0
-    ckpt = None
-    if checkpoint_dir is not None:
-        from .checkpoints import Checkpoints
-
-        ckpt = Checkpoints(Path(checkpoint_dir), settings, keep_checkpoints)
-        state = ckpt.restore(resume, tower.trainable, frozen, optimizer, kern, head)
-        if state is not None:
-            start, history = state
-        every = checkpoint_every or max(steps // 10, 1)
-        check_scalar(every, "checkpoint_every", low=1, integer=True)
-
-    modes = tower.trainable.training
-    tower.trainable.train()
+    restore_teacher = _borrow(teacher, device) if isinstance(teacher, nn.Module) else None
     try:
-        with make_progress(transient=True) as bar:
-            task = bar.add_task("kuea align", total=steps, completed=start, visible=progress)
-            for step in range(start, steps):
-                factor = _lr_factor(step, steps, warmup)  # step k runs at the lr of step k
-                for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
-                    group["lr"] = base * factor
-                x = batches(step).to(device)
-                if step > 0:
-                    tower.check_images(x)
-                d = teach(x)
-                with torch.no_grad():
-                    e0 = tower.encode(x, frozen)
-                e = tower.encode(x)
-                check_loss(e.detach().abs().max(), lr=lr, step=step, what="largest embedding value")
-                reg = regularization_loss(e, e0)
-                if objective == "kernel":
-                    k_d = teacher_kernel(
-                        d, teacher_kernel_kind, bandwidth=teacher_bandwidth, degree=degree
+
+        def teach(x: Tensor) -> Tensor:
+            with torch.no_grad():
+                d = teacher_fn(x)
+            if not isinstance(d, Tensor) or d.ndim != 2 or len(d) != len(x):
+                shape = tuple(d.shape) if isinstance(d, Tensor) else type(d).__name__
+                raise ValueError(
+                    f"the teacher must return (n, d_t) features for n = {len(x)} images, got {shape}"
+                )
+            if not bool(torch.isfinite(d).all()):
+                raise ValueError("the teacher returned NaN or infinite features")
+            return d.float()
+
+        first = batches(0).to(device)
+        tower.check_images(first)
+
+        # the student kernel, its parameters fitted where not given
+        fit, kern, head = None, None, None
+        if objective == "kernel":
+            needs_fit = (kernel == "polynomial" and gamma is None) or (
+                kernel == "gaussian" and bandwidth is None
+            )
+            pick = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
+            sample = _gather(data, sorted(pick[:fit_images].tolist())).to(device)
+            if needs_fit or (teacher_kernel_kind == "gaussian" and teacher_bandwidth is None):
+                tower.check_images(sample)
+                e_s, d_s = _embed(tower.encode, sample, 256), _embed(teach, sample, 256)
+                if teacher_kernel_kind == "gaussian" and teacher_bandwidth is None:
+                    teacher_bandwidth = median_bandwidth(d_s)
+                if needs_fit:
+                    fit = fit_kernel_params(
+                        e_s,
+                        d_s,
+                        kind=kernel,
+                        teacher_kind=teacher_kernel_kind,
+                        teacher_bandwidth=teacher_bandwidth,
+                        c0=1.0 if c0 is None else c0,
+                        degree=degree,
+                        teacher_degree=teacher_degree,
+                        batch_size=batch_size,
                     )
-                    term = alignment_loss(kern(e.float()), k_d, reduction)
-                elif objective == "feature_l2":
-                    term = (head(e) - d).pow(2).mean()
-                else:
-                    term = torch.zeros((), device=device)
-                loss = w_reg * reg + w_align * term
-                check_loss(loss, lr=lr, step=step)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                metrics = {
-                    "step": step + 1,
-                    "lr": optimizer.param_groups[0]["lr"],
-                    "loss": float(loss.detach()),
-                    "reg": float(reg.detach()),
-                    "align": float(term.detach()),
-                }
-                if kern is not None:
-                    metrics.update(kern.params())
-                for k, v in metrics.items():
-                    history[k].append(v)
-                if callback is not None:
-                    callback(step + 1, metrics)
-                bar.advance(task)
-                saving = ckpt is not None and ((step + 1) % every == 0 or step + 1 == steps)
-                if saving or step + 1 == steps:  # the next step's checks come too late here
-                    _check_weights(tower.trainable, head, kern, step, lr, kernel_lr)
-                if saving:
-                    ckpt.save(step + 1, history, tower.trainable, frozen, optimizer, kern, head)
+                    gamma = fit.params.get("gamma", gamma)
+                    c0 = fit.params.get("c0", c0)
+                    bandwidth = fit.params.get("bandwidth", bandwidth)
+            kern = StudentKernel(
+                kernel,
+                gamma=gamma,
+                c0=1.0 if c0 is None else c0,
+                bandwidth=bandwidth,
+                degree=degree,
+                learnable=learn_kernel_params,
+            ).to(device)
+        elif objective == "feature_l2":
+            with torch.no_grad():
+                d_dim = teach(first[:2]).shape[1]
+                e_dim = tower.encode(first[:2]).shape[1]
+            head = nn.Linear(e_dim, d_dim).to(device)
+
+        frozen = copy.deepcopy(tower.trainable).eval().requires_grad_(False)
+        grad_flags = {name: p.requires_grad for name, p in clip_model.named_parameters()}
+        frozen_named = list(tower.frozen_parameters())
+        for _, p in frozen_named:
+            p.requires_grad_(False)
+        tower.trainable.requires_grad_(True)
+        before = parameters_digest(iter(frozen_named))
+
+        groups = [
+            {"params": list(tower.trainable.parameters()), "weight_decay": weight_decay, "lr": lr}
+        ]
+        if head is not None:
+            groups.append(
+                {"params": list(head.parameters()), "weight_decay": weight_decay, "lr": lr}
+            )
+        if kern is not None and learn_kernel_params:
+            groups.append({"params": list(kern.parameters()), "weight_decay": 0.0, "lr": kernel_lr})
+        optimizer = torch.optim.AdamW(groups)
+        base_lrs = [g["lr"] for g in groups]
+
+        settings = {
+            "steps": steps,
+            "batch_size": batch_size,
+            "lr": lr,
+            "weight_decay": weight_decay,
+            "warmup": warmup,
+            "w_reg": w_reg,
+            "w_align": w_align,
+            "objective": objective,
+            "kernel": kernel,
+            "teacher_kernel_kind": teacher_kernel_kind,
+            "degree": degree,
+            "teacher_degree": teacher_degree,
+            "learn_kernel_params": learn_kernel_params,
+            "kernel_lr": kernel_lr,
+            "reduction": reduction,
+            "seed": seed,
+            "n_images": len(data),
+        }
+        history: dict[str, list[float]] = {k: [] for k in ("step", "lr", "loss", "reg", "align")}
+        if kern is not None:
+            history.update({k: [] for k in kern.params()})
+        start = 0
+        ckpt = None
+        if checkpoint_dir is not None:
+            from .checkpoints import Checkpoints
+
+            ckpt = Checkpoints(Path(checkpoint_dir), settings, keep_checkpoints)
+            state = ckpt.restore(resume, tower.trainable, frozen, optimizer, kern, head)
+            if state is not None:
+                start, history = state
+            every = checkpoint_every or max(steps // 10, 1)
+            check_scalar(every, "checkpoint_every", low=1, integer=True)
+
+        modes = tower.trainable.training
+        tower.trainable.train()
+        try:
+            with make_progress(transient=True) as bar:
+                task = bar.add_task("kuea align", total=steps, completed=start, visible=progress)
+                for step in range(start, steps):
+                    factor = _lr_factor(step, steps, warmup)  # step k runs at the lr of step k
+                    for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
+                        group["lr"] = base * factor
+                    x = batches(step).to(device)
+                    if step > 0:
+                        tower.check_images(x)
+                    d = teach(x)
+                    with torch.no_grad():
+                        e0 = tower.encode(x, frozen)
+                    e = tower.encode(x)
+                    check_loss(
+                        e.detach().abs().max(), lr=lr, step=step, what="largest embedding value"
+                    )
+                    reg = regularization_loss(e, e0)
+                    if objective == "kernel":
+                        k_d = teacher_kernel(
+                            d,
+                            teacher_kernel_kind,
+                            bandwidth=teacher_bandwidth,
+                            degree=teacher_degree,
+                        )
+                        term = alignment_loss(kern(e.float()), k_d, reduction)
+                    elif objective == "feature_l2":
+                        term = (head(e) - d).pow(2).mean()
+                    else:
+                        term = torch.zeros((), device=device)
+                    loss = w_reg * reg + w_align * term
+                    check_loss(loss, lr=lr, step=step)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    metrics = {
+                        "step": step + 1,
+                        "lr": optimizer.param_groups[0]["lr"],
+                        "loss": float(loss.detach()),
+                        "reg": float(reg.detach()),
+                        "align": float(term.detach()),
+                    }
+                    if kern is not None:
+                        metrics.update(kern.params())
+                    for k, v in metrics.items():
+                        history[k].append(v)
+                    if callback is not None:
+                        callback(step + 1, metrics)
+                    bar.advance(task)
+                    saving = ckpt is not None and ((step + 1) % every == 0 or step + 1 == steps)
+                    if saving or step + 1 == steps:  # the next step's checks come too late here
+                        _check_weights(tower.trainable, head, kern, step, lr, kernel_lr)
+                    if saving:
+                        ckpt.save(step + 1, history, tower.trainable, frozen, optimizer, kern, head)
+        finally:
+            tower.trainable.train(modes)
+            for name, p in clip_model.named_parameters():
+                p.requires_grad_(grad_flags[name])
+        if parameters_digest(iter(frozen_named)) != before:
+            raise RuntimeError("a parameter outside the image tower changed during alignment")
+        return AlignResult(clip_model, kern, head, history, fit)
     finally:
-        tower.trainable.train(modes)
-        for name, p in clip_model.named_parameters():
-            p.requires_grad_(grad_flags[name])
-    if parameters_digest(iter(frozen_named)) != before:
-        raise RuntimeError("a parameter outside the image tower changed during alignment")
-    return AlignResult(clip_model, kern, head, history, fit)
+        if restore_teacher is not None:
+            restore_teacher()

@@ -68,6 +68,7 @@ def fit_kernel_params(
     teacher_bandwidth: float | None = None,
     c0: float = 1.0,
     degree: int = 3,
+    teacher_degree: int = 3,
     batch_size: int = 64,
     grid: int = 41,
 ) -> KernelFit:
@@ -111,7 +112,10 @@ def fit_kernel_params(
     starts = range(0, len(e) - 1, batch_size)
     batches = [(e[i : i + batch_size], d[i : i + batch_size]) for i in starts]
     batches = [(a, b) for a, b in batches if len(a) >= 2]
-    targets = [teacher_kernel(b, teacher_kind, bandwidth=teacher_bandwidth) for _, b in batches]
+    targets = [
+        teacher_kernel(b, teacher_kind, bandwidth=teacher_bandwidth, degree=teacher_degree)
+        for _, b in batches
+    ]
 
     if kind == "polynomial":
         scale = 1.0 / float(e.pow(2).sum(dim=1).mean())  # gamma |e|^2 ~ c0 at r = 1 / |e|^2
