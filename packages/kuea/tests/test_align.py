@@ -368,3 +368,63 @@ def test_the_teacher_kernel_keeps_its_own_degree(monkeypatch):
         tiny_clip(seed=0), TEACHER, WORLD.images, steps=2, batch_size=16, degree=2, progress=False
     )
     assert degrees and set(degrees) == {3}  # the student is quadratic, the teacher cubic
+
+
+def test_dataloader_and_workers_give_the_same_run():
+    ds = torch.utils.data.TensorDataset(WORLD.images, torch.zeros(len(WORLD)))
+    kw = {"steps": 4, "batch_size": 16, "progress": False}  # gamma fitted: the sample too
+    runs = []
+    for images, extra in [
+        (ds, {}),
+        (ds, {"num_workers": 2}),
+        (torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2, shuffle=True), {}),
+    ]:
+        model = tiny_clip(seed=0)
+        result = align(model, TEACHER, images, **kw, **extra)
+        runs.append((_vision(model), result.history["loss"], result.kernel.params()["gamma"]))
+    assert runs[1] == runs[0] and runs[2] == runs[0]  # bitwise: the same batches
+
+
+def test_bad_dataloaders_are_refused():
+    ds = torch.utils.data.TensorDataset(WORLD.images)
+    with pytest.raises(ValueError, match="batch_size=8 but batch_size=16"):
+        align(tiny_clip(), TEACHER, torch.utils.data.DataLoader(ds, batch_size=8), batch_size=16)
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(WORLD.images)
+
+    with pytest.raises(TypeError, match="map-style"):
+        align(tiny_clip(), TEACHER, torch.utils.data.DataLoader(Stream(), batch_size=64))
+    with pytest.raises(ValueError, match="num_workers"):
+        align(tiny_clip(), TEACHER, ds, num_workers=-1)
+
+
+def test_a_real_open_clip_model_aligns():
+    open_clip = pytest.importorskip("open_clip")
+    torch.manual_seed(0)
+    model = open_clip.CLIP(  # a ViT CLIP built from a config, 32 px
+        embed_dim=16,
+        vision_cfg={"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+        text_cfg={"context_length": 8, "vocab_size": 64, "width": 32, "heads": 2, "layers": 1},
+    )
+    tower = image_tower(model)
+    assert tower.trainable is model.visual and tower.image_size == 32
+    with torch.no_grad():
+        torch.testing.assert_close(
+            tower.encode(WORLD.images[:4]), model.encode_image(WORLD.images[:4])
+        )
+    frozen = {n.split(".")[0] for n, _ in tower.frozen_parameters()}
+    assert {"transformer", "token_embedding", "logit_scale", "text_projection"} <= frozen
+    text_before, vision_before = parameters_digest(tower.frozen_parameters()), _vision(model)
+    tokens = torch.randint(1, 64, (3, 8))
+    with torch.no_grad():
+        text_features = model.encode_text(tokens)
+    result = align(model, TEACHER, WORLD.images, steps=3, batch_size=16, lr=1e-3, progress=False)
+    assert parameters_digest(tower.frozen_parameters()) == text_before  # bitwise
+    assert _vision(model) != vision_before
+    with torch.no_grad():
+        torch.testing.assert_close(model.encode_text(tokens), text_features, rtol=0, atol=0)
+    assert result.history["align"][-1] < result.history["align"][0]
+    with pytest.raises(ValueError, match="expects 32x32"):
+        align(model, TEACHER, torch.zeros(4, 3, 16, 16), steps=1, batch_size=16)

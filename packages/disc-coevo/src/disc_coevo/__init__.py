@@ -27,7 +27,16 @@ if TYPE_CHECKING:  # the public API, imported on first use (the entry point stay
     from .data import TASKS, DigitsSplit, digits_split
     from .experts import StagedExpert, TinyResNet, from_feature_net, from_resnet
     from .socialized import FUSIONS, Socialized
-    from .training import OPTIMIZERS, accuracy, coevolve, load_weights, save_weights, train
+    from .training import (
+        OPTIMIZERS,
+        RELEASE_SGD,
+        SCHEDULES,
+        accuracy,
+        coevolve,
+        load_weights,
+        save_weights,
+        train,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
 
@@ -36,6 +45,8 @@ __version__ = _version("disc-coevo")
 __all__ = [
     "FUSIONS",
     "OPTIMIZERS",
+    "RELEASE_SGD",
+    "SCHEDULES",
     "TASKS",
     "ConfidenceNet",
     "CosineSchedule",

@@ -7,8 +7,8 @@ callable stage by stage.
 - :func:`from_resnet`: a torchvision or timm ResNet (``conv1``, ``bn1``, ``relu`` /
   ``act1``, ``maxpool``, ``layer1..layer4``, ``fc``), its modules shared, not copied.
 - :func:`from_feature_net`: a timm ``features_only`` model (``FeatureListNet`` /
-  ``FeatureDictNet``: modules run in order, ``return_layers`` naming the taps), one
-  stage per tap.
+  ``FeatureDictNet``, or ``EfficientNetFeatures`` / ``MobileNetV3Features``), one stage
+  per tap.
 - :class:`TinyResNet`: a small ResNet for 8x8 to 64x64 images, the experiment's experts.
 """
 
@@ -81,21 +81,61 @@ def from_resnet(model: nn.Module, stages=("layer1", "layer2", "layer3", "layer4"
 
 def from_feature_net(model: nn.Module) -> StagedExpert:
     """A timm ``features_only`` model (``timm.create_model(name, features_only=True)``) as a
-    :class:`StagedExpert`: its modules in order, cut after each tapped module
-    (``model.return_layers``), one stage per tap named by it; no head (the pooled
-    feature of the last tap is the output). The modules are shared, not copied."""
+    :class:`StagedExpert`, one stage per tapped feature; no head (the pooled feature of the
+    last tap is the output). The modules are shared, not copied. Two layouts:
+
+    - ``FeatureListNet`` / ``FeatureDictNet`` (ResNets, ConvNeXts, RegNets, ...): an
+      ``nn.ModuleDict`` run in order, cut after each module of ``return_layers``; stages
+      named by those modules.
+    - ``EfficientNetFeatures`` / ``MobileNetV3Features`` (EfficientNets, MobileNets, ...):
+      a stem (``conv_stem``, ``bn1``, ``act1`` when present), then ``blocks`` run in order,
+      cut where ``feature_info`` taps (its ``stage`` 0 is the stem's output, stage ``k`` the
+      output of ``blocks[k-1]``); stages named by ``feature_info.module_name()`` with dots
+      as underscores (``"blocks_2"``). Only the default ``feature_location="bottleneck"``
+      (features are block outputs); hooked feature locations are refused.
+
+    ``features(x)[name]`` equals the model's own output for that tap.
+    """
     taps = getattr(model, "return_layers", None)
-    if not isinstance(model, nn.ModuleDict) or not taps:
-        raise TypeError(
-            "model is not a timm features_only network (an nn.ModuleDict run in order with "
-            "return_layers); use from_resnet or build a StagedExpert from its stages"
-        )
-    stages, group = {}, []
-    for name, module in model.items():
+    if isinstance(model, nn.ModuleDict) and taps:
+        ends = [name for name in model if name in taps]
+        return _cut(list(model.items()), ends, ends)
+    blocks = getattr(model, "blocks", None)
+    info = getattr(model, "feature_info", None)
+    if (
+        isinstance(blocks, nn.Sequential)
+        and hasattr(info, "get_dicts")
+        and hasattr(model, "conv_stem")
+    ):
+        if getattr(model, "feature_hooks", None) is not None:
+            raise ValueError(
+                "model taps hooked feature locations (feature_location other than "
+                "'bottleneck'): its features are not stage outputs; build it with the default"
+            )
+        stem = [(n, getattr(model, n)) for n in ("conv_stem", "bn1", "act1") if hasattr(model, n)]
+        ordered = stem + [(f"blocks.{i}", b) for i, b in enumerate(blocks)]
+        taps = info.get_dicts(keys=("stage", "module"))
+        ends = [stem[-1][0] if t["stage"] == 0 else f"blocks.{t['stage'] - 1}" for t in taps]
+        names = [t["module"].replace(".", "_") for t in taps]
+        return _cut(ordered, ends, names)
+    raise TypeError(
+        "model is not a timm features_only network (a FeatureListNet / FeatureDictNet, or an "
+        "EfficientNetFeatures-like conv_stem + blocks model); use from_resnet or build a "
+        "StagedExpert from its stages"
+    )
+
+
+def _cut(ordered: list[tuple[str, nn.Module]], ends: list[str], names: list[str]) -> StagedExpert:
+    """Modules run in ``ordered`` order, cut after each of ``ends``; the modules after the
+    last cut are dropped (the model never runs them for its features)."""
+    stages, group, cut = {}, [], iter(zip(ends, names, strict=True))
+    end, name = next(cut)
+    for module_name, module in ordered:
         group.append(module)
-        if name in taps:
+        if module_name == end:
             stages[name] = group[0] if len(group) == 1 else nn.Sequential(*group)
             group = []
+            end, name = next(cut, (None, None))
     return StagedExpert(nn.Identity(), stages, nn.Identity())
 
 

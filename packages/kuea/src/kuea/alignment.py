@@ -94,32 +94,75 @@ class _Batches:
         self.batch_size = min(batch_size, self.n)
         self.per_epoch = self.n // self.batch_size
 
-    def __call__(self, step: int) -> Tensor:
+    def indices(self, step: int) -> list[int]:
+        """The images of step ``step``."""
         epoch, position = divmod(step, self.per_epoch)
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
         idx = torch.randperm(self.n, generator=g)[
             position * self.batch_size : (position + 1) * self.batch_size
         ]
-        return _gather(self.data, idx.tolist())
+        return idx.tolist()
+
+    def __call__(self, step: int) -> Tensor:
+        return _gather(self.data, self.indices(step))
+
+
+def _collate(items: list) -> Tensor:
+    """A batch of images from dataset items (images, or (image, label) pairs)."""
+    return torch.stack([it[0] if isinstance(it, (tuple, list)) else it for it in items])
 
 
 def _gather(data, idx: list[int]) -> Tensor:
     """The images at ``idx`` of a tensor or of a dataset of images / (image, label) pairs."""
     if isinstance(data, Tensor):
         return data[idx]
-    items = [data[i] for i in idx]
-    return torch.stack([it[0] if isinstance(it, (tuple, list)) else it for it in items])
+    return _collate([data[i] for i in idx])
 
 
-def _as_data(images) -> Tensor | torch.utils.data.Dataset:
+def _load(data, index_batches, workers: int, pin_memory: bool = False):
+    """The batches of images at each index list of ``index_batches``, in order: read in
+    this process, or by ``workers`` DataLoader worker processes (prefetching)."""
+    if workers == 0 or isinstance(data, Tensor):
+        return (_gather(data, idx) for idx in index_batches)
+    loader = torch.utils.data.DataLoader(
+        data,
+        batch_sampler=index_batches,
+        num_workers=workers,
+        collate_fn=_collate,
+        pin_memory=pin_memory,
+    )
+    return iter(loader)
+
+
+def _as_data(images, batch_size: int, num_workers: int | None) -> tuple[Any, int, bool]:
+    """``(data, workers, pin_memory)`` from a tensor, a map-style dataset or a DataLoader
+    over one (its dataset, workers and ``pin_memory``; its batches are align's own)."""
+    pin = False
+    if isinstance(images, torch.utils.data.DataLoader):
+        if isinstance(images.dataset, torch.utils.data.IterableDataset):
+            raise TypeError(
+                "images is a DataLoader over an IterableDataset: align draws its own "
+                "resumable batches by index, so it needs a map-style dataset"
+            )
+        if images.batch_size is not None and images.batch_size != batch_size:
+            raise ValueError(
+                f"images is a DataLoader with batch_size={images.batch_size} but "
+                f"batch_size={batch_size}: give align the same batch size (it draws the "
+                "batches itself, from the loader's dataset and with its workers)"
+            )
+        workers = images.num_workers if num_workers is None else num_workers
+        images, pin = images.dataset, images.pin_memory
+    else:
+        workers = 0 if num_workers is None else num_workers
+    check_scalar(workers, "num_workers", low=0, integer=True)
     images = as_images(images)
     if isinstance(images, Tensor):
-        return images
+        return images, workers, pin
     if hasattr(images, "__getitem__") and hasattr(images, "__len__"):
-        return images
+        return images, workers, pin
     raise TypeError(
-        "images must be a (n, C, H, W) tensor or a map-style dataset of image tensors "
-        f"(or (image, label) pairs), got {type(images).__name__}"
+        "images must be a (n, C, H, W) tensor, a map-style dataset of image tensors "
+        f"(or (image, label) pairs) or a DataLoader over one, got {type(images).__name__}"
     )
 
 
@@ -153,7 +196,7 @@ def _borrow(module: nn.Module, device: torch.device) -> Callable[[], None]:
 def align(
     clip_model: nn.Module,
     teacher: Callable[[Tensor], Any],
-    images: Tensor | torch.utils.data.Dataset,
+    images: Tensor | torch.utils.data.Dataset | torch.utils.data.DataLoader,
     *,
     steps: int = 1000,
     batch_size: int = REFERENCE_BATCH,
@@ -175,6 +218,7 @@ def align(
     kernel_lr: float = 1e-3,
     reduction: str = "mean",
     fit_images: int = 512,
+    num_workers: int | None = None,
     device: str | torch.device | None = None,
     seed: int = 0,
     checkpoint_dir: str | Path | None = None,
@@ -197,8 +241,11 @@ def align(
         the call; a module's mode and device are restored afterwards (its parameters'
         ``requires_grad`` flags are never touched). It receives the same pixel tensors as
         CLIP.
-    images : Tensor of shape (n, C, H, W), or a map-style dataset of such tensors
-        Preprocessed images of the size the CLIP tower expects.
+    images : Tensor of shape (n, C, H, W), a map-style dataset of such tensors, or a DataLoader over one
+        Preprocessed images of the size the CLIP tower expects (a dataset may yield
+        ``(image, label)`` pairs; labels are ignored). A DataLoader contributes its dataset,
+        ``num_workers`` and ``pin_memory``; its sampler is not used (align draws its own
+        seeded, resumable batches) and its ``batch_size`` must equal ``batch_size``.
     steps, batch_size : int
         Optimizer steps and images per step (the paper: 64).
     lr, weight_decay : float
@@ -232,6 +279,10 @@ def align(
         ``kernel_lr`` without weight decay); otherwise they stay fixed.
     reduction : {"mean", "off_diagonal"}
         How the kernel error is averaged (the official code: ``"mean"``).
+    num_workers : int, optional
+        DataLoader worker processes that read a dataset's images (and the fit sample) ahead
+        of the steps (default: the DataLoader's, else 0: read in this process). The
+        batches, and so the run, are the same for any number of workers.
     device : str or torch.device, optional
         Where to train (default: where the model's parameters are).
     seed : int
@@ -297,7 +348,7 @@ def align(
         )
 
     tower = image_tower(clip_model)
-    data = _as_data(images)
+    data, workers, pin_memory = _as_data(images, batch_size, num_workers)
     if len(data) == 0:
         raise ValueError("images is empty: at least one image is needed")
     if len(data) < 2:
@@ -333,7 +384,9 @@ def align(
                 kernel == "gaussian" and bandwidth is None
             )
             pick = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
-            sample = _gather(data, sorted(pick[:fit_images].tolist())).to(device)
+            chosen = sorted(pick[:fit_images].tolist())
+            chunks = [chosen[i : i + batch_size] for i in range(0, len(chosen), batch_size)]
+            sample = torch.cat(list(_load(data, chunks, workers))).to(device)
             if needs_fit or (teacher_kernel_kind == "gaussian" and teacher_bandwidth is None):
                 tower.check_images(sample)
                 e_s, d_s = _embed(tower.encode, sample, 256), _embed(teach, sample, 256)
@@ -424,6 +477,7 @@ def align(
 
         modes = tower.trainable.training
         tower.trainable.train()
+        stream = _load(data, (batches.indices(k) for k in range(start, steps)), workers, pin_memory)
         try:
             with make_progress(transient=True) as bar:
                 task = bar.add_task("kuea align", total=steps, completed=start, visible=progress)
@@ -431,7 +485,7 @@ def align(
                     factor = _lr_factor(step, steps, warmup)  # step k runs at the lr of step k
                     for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
                         group["lr"] = base * factor
-                    x = batches(step).to(device)
+                    x = next(stream).to(device, non_blocking=pin_memory)
                     if step > 0:
                         tower.check_images(x)
                     d = teach(x)
