@@ -385,7 +385,7 @@ def align(
             )
             pick = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
             chosen = sorted(pick[:fit_images].tolist())
-            chunks = [chosen[i : i + batch_size] for i in range(0, len(chosen), batch_size)]
+            chunks = [chosen[i : i + 256] for i in range(0, len(chosen), 256)]
             sample = torch.cat(list(_load(data, chunks, workers))).to(device)
             if needs_fit or (teacher_kernel_kind == "gaussian" and teacher_bandwidth is None):
                 tower.check_images(sample)
