@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .gptq_solver import Hessian, gptq, reconstruction_error
     from .io import load_quantized, save_quantized
     from .layerwise import QuantConfig, quantize
-    from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
+    from .modules import KERNELS, PackedWeight, QuantExperts, QuantLinear, QuantRouter, set_kernel
     from .quantizer import QuantizedWeight, pack, rtn, unpack
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
@@ -24,6 +24,7 @@ __version__ = _version("moequant")
 
 __all__ = [
     "ADAPTERS",
+    "KERNELS",
     "Hessian",
     "MoEAdapter",
     "PackedWeight",
@@ -48,5 +49,6 @@ __all__ = [
     "rtn",
     "save_quantized",
     "self_generate",
+    "set_kernel",
     "unpack",
 ]

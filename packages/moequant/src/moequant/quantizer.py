@@ -101,7 +101,11 @@ def rtn(
 
 def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
     """Bit-pack integer codes in ``[0, 2^bits)`` into a ``uint8`` stream of
-    ``ceil(codes.numel() * bits / 8)`` bytes (little-endian bit order)."""
+    ``ceil(codes.numel() * bits / 8)`` bytes (little-endian bit order: code ``i`` holds bits
+    ``i * bits .. (i + 1) * bits - 1`` of the stream).
+
+    Vectorised by blocks of 8 codes, which fill exactly ``bits`` bytes: one ``int64`` per
+    block (at most 56 bits), no per-bit temporaries."""
     check_bits(bits)
     if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
         raise TypeError(f"codes must be an integer tensor, got {codes.dtype}")
@@ -112,17 +116,22 @@ def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
                 f"codes must lie in [0, {2**bits}) for bits={bits}, got range [{lo}, {hi}] "
                 "(they would wrap around)"
             )
+    n = codes.numel()
     flat = codes.reshape(-1).to(torch.int64)
-    shifts = torch.arange(bits, device=flat.device)
-    stream = ((flat[:, None] >> shifts) & 1).reshape(-1)
-    pad = (-stream.numel()) % 8
-    stream = torch.cat([stream, stream.new_zeros(pad)]).reshape(-1, 8)
-    return (stream << torch.arange(8, device=flat.device)).sum(1).to(torch.uint8)
+    flat = torch.cat([flat, flat.new_zeros((-n) % 8)]).reshape(-1, 8)
+    shifts = torch.arange(0, 8 * bits, bits, device=flat.device)
+    blocks = (flat << shifts).sum(1)  # disjoint bit ranges: the sum is an OR
+    out = (blocks[:, None] >> torch.arange(0, 8 * bits, 8, device=flat.device)) & 0xFF
+    return out.to(torch.uint8).reshape(-1)[: math.ceil(n * bits / 8)]
 
 
 def unpack(packed: torch.Tensor, bits: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Inverse of :func:`pack`: codes of ``shape`` as ``int64``."""
     n = math.prod(shape)
-    stream = (packed.to(torch.int64)[:, None] >> torch.arange(8, device=packed.device)) & 1
-    stream = stream.reshape(-1)[: n * bits].reshape(n, bits)
-    return (stream << torch.arange(bits, device=packed.device)).sum(1).reshape(shape)
+    stream = packed.reshape(-1).to(torch.int64)
+    stream = torch.cat([stream, stream.new_zeros((-stream.numel()) % bits)]).reshape(-1, bits)
+    blocks = (stream << torch.arange(0, 8 * bits, 8, device=stream.device)).sum(1)
+    codes = (blocks[:, None] >> torch.arange(0, 8 * bits, bits, device=stream.device)) & (
+        2**bits - 1
+    )
+    return codes.reshape(-1)[:n].reshape(shape)
