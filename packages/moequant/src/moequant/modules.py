@@ -130,17 +130,18 @@ class PackedWeight(nn.Module):
             or (x.requires_grad and torch.is_grad_enabled())
         ):
             return None
-        key = index
         versions = tuple(t._version for t in (self.codes, self.scales, self.zeros, self.g_idx))
         state = (versions, self.codes.data_ptr())
-        hit = self._cache.get(key)
+        hit = self._cache.get(index)
         if hit is not None and hit[0] == state:
             return hit[1]
-        plan = self._build(index, torch.bfloat16)
-        self._cache[key] = (state, plan)
+        plan = self._build(index)
+        self._cache[index] = (state, plan)
         return plan
 
-    def _build(self, index: int | None, dtype: torch.dtype):
+    def _build(self, index: int | None):
+        """The kernel operands of matrix ``index``, scales in bfloat16 (the activations'
+        dtype on every kernel call), or ``None`` where no kernel applies."""
         idx = () if index is None else (index,)
         rows, cols = self.shape[-2:]
         scales, zeros = self.scales[idx].float(), self.zeros[idx].float()
@@ -153,7 +154,7 @@ class PackedWeight(nn.Module):
             s = scales[:, 0]
             offset = s * (zeros[:, 0] - 128)
             extra = None if bool((zeros == 128).all()) else -offset
-            return "int8", weight, s.to(dtype), extra
+            return "int8", weight, s.to(torch.bfloat16), extra
         if self.bits != 4 or not _has_op("_weight_int4pack_mm_for_cpu") or cols % groups:
             return None
         size = cols // groups
@@ -175,7 +176,7 @@ class PackedWeight(nn.Module):
         s = F.pad(scales, (0, 0, 0, pad)).repeat_interleave(repeat, 1)
         offset = F.pad(scales * (8 - zeros), (0, 0, 0, pad)).repeat_interleave(repeat, 1)
         weight = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
-        scale_zero = torch.stack([s.t(), offset.t()], -1).to(dtype).contiguous()
+        scale_zero = torch.stack([s.t(), offset.t()], -1).to(torch.bfloat16).contiguous()
         return "int4", weight, (kernel_group, scale_zero), perm
 
     def _apply(self, fn, recurse=True):
