@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from icml25_core import build_once, check_array, check_choice, check_scalar, select_device
+from icml25_core.environment import environment
 
 
 def test_select_device():
@@ -227,3 +228,13 @@ def test_available_memory_and_check_memory(monkeypatch):
         check_memory(2**31, "batch_size", what="the batch")
     monkeypatch.setattr(validation, "available_memory", lambda device="cpu": None)
     check_memory(2**60, "n")  # unknown: nothing is checked
+
+
+def test_environment_records_the_cpu_and_its_bf16_support():
+    import torch
+
+    env = environment("torch")
+    assert isinstance(env["cpu"], str) and env["cpu"]
+    assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert env["cpu_bf16"] in ("True", "False", "unknown")
+    assert env["torch"] == torch.__version__

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml25_core import BenchReport, compare, make_report
+from icml25_core.environment import environment
 from moequant import QuantLinear, pack, quantize, rtn, set_kernel, unpack
 from moequant.lm import tiny_mixtral
 
@@ -147,7 +148,11 @@ def _packing(side: int, repeats: int) -> object:
 
 
 def run(smoke: bool = False) -> BenchReport:
-    notes = [f"torch threads: {torch.get_num_threads()}"]
+    env = environment()
+    notes = [
+        f"torch threads: {torch.get_num_threads()}; CPU {env.get('cpu')}, kernels "
+        f"{env.get('cpu_capability')}, native bfloat16 (AVX512-BF16): {env.get('cpu_bf16')}"
+    ]
     if importlib.util.find_spec("gptqmodel") is None:
         notes.append("gptqmodel is not importable: its row is skipped (install it apart)")
     if smoke:

@@ -10,8 +10,10 @@ here on a CPU with transformers 5's fused MoE experts (it unfuses them into per-
    the peer (it targets ``Linear`` layers; our router is quantized too). Wall time and peak
    memory: llm-compressor GPTQ (reference), moequant GPTQ, moequant MoEQuant (AGQ).
 2. Size on disk: fp32 and fp16 ``save_pretrained`` vs moequant's packed 4-bit folder.
-3. CPU inference: forward throughput (tokens/s, 4 x 256 tokens) of the packed model
-   (dequantize on the fly) vs the fp32 model.
+3. CPU inference: forward throughput (tokens/s, 4 x 256 tokens) of the fp32 model, the
+   packed model with float32 activations (dequantize on the fly, the default) and with
+   ``set_kernel(model, "bf16")`` (the integer kernels), and the bfloat16 model dense and
+   packed (integer kernels by default).
 4. Serving: both quantized checkpoints loaded back with transformers'
    ``AutoModelForCausalLM.from_pretrained`` (compressed-tensors) and evaluated (perplexity of
    held-out windows): moequant's :func:`moequant.export.export`, and llm-compressor's own
@@ -34,7 +36,7 @@ from pathlib import Path
 import torch
 
 from icml25_core import BenchReport, compare, make_report
-from moequant import perplexity, quantize
+from moequant import perplexity, quantize, set_kernel
 from moequant.export import export
 from moequant.io import save_quantized
 from moequant.lm import cached_model, tiny_mixtral, train_tokenizer
@@ -196,7 +198,15 @@ def run(smoke: bool = False) -> BenchReport:
         return call
 
     infer = compare(
-        {"fp32": forward(model), f"packed {BITS}-bit": forward(packed)},
+        {
+            "fp32": forward(model),
+            f"packed {BITS}-bit, fp32 (dequantize)": forward(packed),
+            f"packed {BITS}-bit, fp32, kernel='bf16'": forward(
+                set_kernel(copy.deepcopy(packed), "bf16")
+            ),
+            "bf16 dense": forward(copy.deepcopy(model).bfloat16()),
+            f"packed {BITS}-bit, bf16 (kernel)": forward(copy.deepcopy(packed).bfloat16()),
+        },
         reference="fp32",
         label="forward 4x256 tokens",
         repeats=1 if smoke else 5,

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from moequant import QuantLinear, pack, quantize, rtn, set_kernel, unpack
-from moequant.quantizer import QuantizedWeight
+from moequant.quantizer import QuantizedWeight, decode, unpack_narrow
 
 from .conftest import mixtral
 
@@ -30,6 +30,27 @@ def test_pack_is_the_bitwise_stream_and_unpack_inverts_it(bits):
         assert torch.equal(unpack(packed, bits, (n,)), codes), n
     codes = torch.randint(0, 2**bits, (3, 5, 7), generator=g)
     assert torch.equal(unpack(pack(codes, bits), bits, (3, 5, 7)), codes)
+
+
+@pytest.mark.parametrize("bits", range(2, 9))
+def test_unpack_narrow_is_unpack_in_the_narrowest_dtype(bits):
+    codes = torch.randint(0, 2**bits, (5, 37), generator=torch.Generator().manual_seed(bits))
+    narrow = unpack_narrow(pack(codes, bits), bits, (5, 37))
+    assert narrow.dtype == (torch.uint8 if 8 % bits == 0 else torch.int64)
+    assert torch.equal(narrow.long(), codes)
+
+
+@pytest.mark.parametrize(
+    ("bits", "group", "perm"), [(4, 32, False), (3, 16, False), (8, -1, False), (4, 32, True)]
+)
+def test_dequantize_is_the_per_column_formula_exactly(bits, group, perm):
+    """The broadcast over contiguous groups and the gather agree bit for bit with
+    ``decode(codes, scales[:, g], zeros[:, g])``."""
+    pw = _layer(24, 128, bits, group, sym=False, perm=perm).weight_q
+    g = pw.g_idx.long()
+    codes = unpack(pw.codes, bits, (24, 128))
+    reference = decode(codes, pw.scales[:, g], pw.zeros[:, g])
+    assert torch.equal(pw.dequantize(), reference)
 
 
 def _layer(rows, cols, bits, group_size, sym, seed=0, perm=False):

@@ -33,7 +33,7 @@ from torch import nn
 
 from icml25_core import check_choice
 
-from .quantizer import QuantizedWeight, decode, pack, unpack
+from .quantizer import QuantizedWeight, decode, pack, unpack, unpack_narrow
 
 __all__ = ["KERNELS", "PackedWeight", "QuantExperts", "QuantLinear", "QuantRouter", "set_kernel"]
 
@@ -92,9 +92,16 @@ class PackedWeight(nn.Module):
         """The float matrix (of expert ``index`` when stacked)."""
         idx = () if index is None else (index,)
         rows, cols = self.shape[-2:]
-        codes = unpack(self.codes[idx], self.bits, (rows, cols))
-        g = self.g_idx[idx].long()
-        return decode(codes, self.scales[idx][:, g], self.zeros[idx][:, g]).to(dtype)
+        codes = unpack_narrow(self.codes[idx], self.bits, (rows, cols))
+        scales, zeros, g = self.scales[idx], self.zeros[idx], self.g_idx[idx].long()
+        groups = scales.shape[-1]
+        if cols % groups == 0 and torch.equal(
+            g, torch.arange(cols, device=g.device) // (cols // groups)
+        ):
+            # contiguous groups: broadcast the grids instead of gathering them per column
+            w = decode(codes.view(rows, groups, -1), scales[..., None], zeros[..., None])
+            return w.view(rows, cols).to(dtype)
+        return decode(codes, scales[:, g], zeros[:, g]).to(dtype)
 
     def linear(self, x: torch.Tensor, index: int | None = None) -> torch.Tensor:
         """``x @ W.T`` for the matrix ``W`` (of expert ``index`` when stacked), ``x`` of

@@ -127,8 +127,20 @@ def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
 
 def unpack(packed: torch.Tensor, bits: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Inverse of :func:`pack`: codes of ``shape`` as ``int64``."""
+    return unpack_narrow(packed, bits, shape).to(torch.int64)
+
+
+def unpack_narrow(packed: torch.Tensor, bits: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """:func:`unpack` in the narrowest dtype: ``uint8`` codes for 1, 2, 4 and 8 bits (a
+    code never straddles a byte: shifts of the bytes themselves), else ``int64`` (blocks
+    of 8 codes in one ``int64``)."""
     n = math.prod(shape)
-    stream = packed.reshape(-1).to(torch.int64)
+    stream = packed.reshape(-1)
+    if 8 % bits == 0:
+        shifts = torch.arange(0, 8, bits, dtype=torch.uint8, device=stream.device)
+        codes = (stream[:, None] >> shifts) & (2**bits - 1)
+        return codes.reshape(-1)[:n].reshape(shape)
+    stream = stream.to(torch.int64)
     stream = torch.cat([stream, stream.new_zeros((-stream.numel()) % bits)]).reshape(-1, bits)
     blocks = (stream << torch.arange(0, 8 * bits, 8, device=stream.device)).sum(1)
     codes = (blocks[:, None] >> torch.arange(0, 8 * bits, bits, device=stream.device)) & (
