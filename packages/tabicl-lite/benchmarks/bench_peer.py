@@ -4,14 +4,17 @@
    :class:`~tabicl_lite.TabICL` vs the official ``tabicl.TabICL`` built at the same size
    (embed 32; column 2 blocks / 2 heads / 32 inducing points; row 2 blocks / 4 heads /
    4 CLS; ICL 4 blocks / 4 heads) with the paper's v1 options (no SSMax, no feature
-   grouping, no target-aware column embedding), random weights, eval mode, no gradient.
+   grouping, no target-aware column embedding), random weights, eval mode, no gradient,
+   float32 on both sides (the official forward autocasts to bfloat16 unless told not to,
+   on CPU too: turned off here, as its classifier does on CPU).
    Time and peak memory; slopes give the growth with n_train. Our column+row stages are
    also timed alone (they should grow linearly; the ICL stage grows with n_train²).
 2. ``fit`` + ``predict_proba`` of the scikit-learn classifiers on a prior table
    (20 features, 3 classes, n_train in {500, 5000}, 1000 test rows): ours (the shipped
    checkpoint, 8 members) vs the official ``TabICLClassifier`` loading a local random-
-   weight checkpoint file of the same size (8 members; nothing is downloaded) vs
-   ``HistGradientBoostingClassifier`` (defaults).
+   weight checkpoint file of the same size (8 members; nothing is downloaded; float32) vs
+   ``HistGradientBoostingClassifier`` (defaults); ours also with ``kv_cache=True`` and the
+   test rows in 4 blocks (the training rows run once instead of once per block).
 
 Run: ``icml25 bench tabicl-lite`` (or ``--smoke``).
 """
@@ -68,9 +71,16 @@ def _forward_cases(ours: TabICL, theirs, n_train: int):
     def run_ours():
         ours(X, y_train, n_classes=3)
 
+    from tabicl._model.inference_config import InferenceConfig
+
+    fp32 = InferenceConfig()  # the official default autocasts to bfloat16, on CPU too
+    fp32.update_from_dict(
+        {k: {"use_amp": False} for k in ("COL_CONFIG", "ROW_CONFIG", "ICL_CONFIG")}
+    )
+
     @torch.inference_mode()
     def run_theirs():
-        theirs(X, y_train)
+        theirs(X, y_train, inference_config=fp32)
 
     @torch.inference_mode()
     def run_embedding():
@@ -88,9 +98,17 @@ def _classifier_cases(n_train: int, official_ckpt: Path):
     def ours():
         TabICLClassifier(n_estimators=8).fit(X_train, y_train).predict_proba(X_test)
 
+    def ours_cached():
+        clf = TabICLClassifier(n_estimators=8, kv_cache=True, batch_size=250)
+        clf.fit(X_train, y_train).predict_proba(X_test)
+
     def theirs():
         OfficialClassifier(
-            n_estimators=8, model_path=official_ckpt, allow_auto_download=False, device="cpu"
+            n_estimators=8,
+            model_path=official_ckpt,
+            allow_auto_download=False,
+            device="cpu",
+            use_amp=False,
         ).fit(X_train, y_train).predict_proba(X_test)
 
     def hgb():
@@ -99,6 +117,7 @@ def _classifier_cases(n_train: int, official_ckpt: Path):
     return {
         "HistGradientBoosting": hgb,
         "tabicl-lite classifier": ours,
+        "tabicl-lite classifier, kv_cache=True, 4 blocks of 250 rows": ours_cached,
         "tabicl classifier (official, random weights)": theirs,
     }
 

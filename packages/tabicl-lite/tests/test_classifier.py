@@ -248,3 +248,36 @@ def test_load_model_reloads_a_checkpoint_saved_again_in_place(tmp_path, tiny_con
     want = TabICL.from_pretrained(folder).state_dict()
     for key, value in second.state_dict().items():
         assert torch.equal(value, want[key])
+
+
+@pytest.mark.parametrize("kv_cache", [True, "repr"])
+@pytest.mark.parametrize("hierarchy", [False, True])
+def test_a_cached_training_context_gives_the_uncached_probabilities(
+    tiny_model_path, data, kv_cache, hierarchy
+):
+    """kv_cache runs the training rows once at fit; every later block of test rows and
+    every later call gives the uncached probabilities (12 classes: the hierarchy, which
+    keeps representations only)."""
+    X, y = data
+    y = np.arange(120) % 12 if hierarchy else y
+    kw = {"n_estimators": 3, "model_path": tiny_model_path, "device": "cpu", "batch_size": 7}
+    plain = TabICLClassifier(**kw).fit(X[:80], y[:80])
+    cached = TabICLClassifier(kv_cache=kv_cache, **kw).fit(X[:80], y[:80])
+    assert plain.context_ is None
+    keeps_kv = kv_cache is True and not hierarchy
+    assert (cached.context_.keys_values is not None) == keeps_kv
+    expected = plain.predict_proba(X[80:])
+    for _ in range(2):
+        np.testing.assert_allclose(cached.predict_proba(X[80:]), expected, rtol=0, atol=1e-6)
+
+
+def test_bfloat16_autocast_is_close_to_float32(tiny_model_path, data):
+    X, y = data
+    kw = {"n_estimators": 3, "model_path": tiny_model_path, "device": "cpu"}
+    exact = TabICLClassifier(**kw).fit(X[:80], y[:80]).predict_proba(X[80:])
+    for kv_cache in (False, True):
+        amp = TabICLClassifier(use_amp=True, kv_cache=kv_cache, **kw).fit(X[:80], y[:80])
+        proba = amp.predict_proba(X[80:])
+        assert proba.dtype == np.float64
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+        assert 0 < np.abs(proba - exact).max() < 0.05  # bfloat16 rounding, not a no-op

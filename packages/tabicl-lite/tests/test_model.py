@@ -148,3 +148,45 @@ def test_chunked_column_and_row_stages_equal_one_pass(table):
     chunked = TabICL(TabICLConfig.lite(), chunk_cells=50).double().eval()
     chunked.load_state_dict(whole.state_dict())
     torch.testing.assert_close(chunked(X, y, 4), whole(X, y, 4), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("standardize", [True, False])
+@pytest.mark.parametrize("keys_values", [True, False])
+@torch.no_grad()
+def test_a_cached_context_gives_the_full_forward(table, standardize, keys_values):
+    """forward_context(test rows, context(training rows)) is forward(all rows): the
+    training rows never read a test row, so running them once is exact (float64, chunked
+    column and row stages included)."""
+    X, y = table
+    if standardize:
+        X = X.clone()
+        X[0, 3, 2] = X[1, 50, 4] = float("nan")  # missing in a training and a test row
+    torch.manual_seed(5)
+    cfg = TabICLConfig(**{**TabICLConfig.lite().__dict__, "standardize": standardize})
+    model = TabICL(cfg, chunk_cells=90).double().eval()
+    context = model.context(X[:, :40], y, keys_values=keys_values)
+    assert (context.keys_values is not None) == keys_values
+    cached = model.forward_context(X[:, 40:], context, 4)
+    torch.testing.assert_close(cached, model(X, y, 4), rtol=1e-12, atol=1e-12)
+    # test rows one at a time against the same context: the same logits
+    alone = torch.cat(
+        [model.forward_context(X[:, 40 + i : 41 + i], context, 4) for i in range(3)], 1
+    )
+    torch.testing.assert_close(alone, cached[:, :3], rtol=1e-12, atol=1e-12)
+    rows = model.represent_context(X[:, 40:], context)
+    torch.testing.assert_close(rows, model.represent(X, 40)[:, 40:], rtol=1e-12, atol=1e-12)
+
+
+@torch.no_grad()
+def test_the_context_holds_what_its_docstring_says(model, table):
+    X, y = table
+    full, light = model.context(X[:, :40], y), model.context(X[:, :40], y, keys_values=False)
+    cfg = model.config
+    assert [tuple(s.shape) for s in full.summaries] == [(2, 7, cfg.n_inducing, cfg.embed_dim)] * 2
+    assert full.rows.shape == (2, 40, cfg.icl_dim) and full.n_train == 40
+    kv_numbers = 2 * cfg.icl_blocks * 2 * 40 * cfg.icl_dim  # 2 tables
+    assert full.nbytes - light.nbytes == kv_numbers * 8  # float64
+    with pytest.raises(ValueError, match=r"X must be \(B, T, H\) = \(2, T, 7\)"):
+        model.forward_context(X[:, 40:, :5], full)
+    with pytest.raises(ValueError, match="X_train must be"):
+        model.context(X[:, :40], y[:, :30])

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .classifier import TabICLClassifier, load_model, shipped_checkpoint_path
     from .convert import from_official_checkpoint
     from .hierarchy import build_tree
-    from .model import TabICL, TabICLConfig
+    from .model import Context, TabICL, TabICLConfig
     from .prior import PriorConfig, sample_batch, sample_table
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
@@ -25,6 +25,7 @@ __getattr__, __dir__ = lazy_exports(__name__, __file__)
 __version__ = _version("tabicl-lite")
 
 __all__ = [
+    "Context",
     "PriorConfig",
     "TabICL",
     "TabICLClassifier",

@@ -24,7 +24,7 @@ from icml25_core.hub import CONFIG_NAME, WEIGHTS_NAME
 
 from .convert import from_official_checkpoint
 from .hierarchy import build_tree, tree_log_proba
-from .model import TabICL
+from .model import Context, TabICL
 from .official import (
     OFFICIAL_NORM_METHODS,
     SHUFFLE_METHODS,
@@ -102,6 +102,11 @@ def _seed(random_state) -> int | None:
     return int(check_random_state(random_state).randint(2**31))
 
 
+def _float(logits: torch.Tensor) -> torch.Tensor:
+    """Logits computed under bfloat16 autocast back in float32; others unchanged."""
+    return logits.float() if logits.dtype == torch.bfloat16 else logits
+
+
 class TabICLClassifier(ClassifierMixin, BaseEstimator):
     """Tabular classification by in-context learning with a pretrained TabICL.
 
@@ -159,6 +164,21 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         every member reads its own order, as the official design intends.
     batch_size : int, default=1024
         Test rows per forward pass.
+    kv_cache : bool or {"kv", "repr"}, default=False
+        Run the training rows through the network once, at ``fit``, and keep what test
+        rows need (:meth:`TabICL.context`): later blocks of test rows and later
+        ``predict_proba`` calls then run only the test rows. ``True`` / ``"kv"``: every
+        in-context block's keys and values (``2 * icl_blocks * icl_dim`` numbers per
+        training row and member: 4 MiB per 1,000 rows and member at the paper's size);
+        ``"repr"``: the row representations only (``icl_dim`` numbers per row and
+        member) and the in-context stage re-run per call. More than ``max_classes``
+        classes always use ``"repr"`` (the class hierarchy runs the in-context stage on
+        subsets of the training rows). The probabilities equal the uncached path's to
+        float rounding.
+    use_amp : bool, default=False
+        Run the network under bfloat16 autocast (CPU and CUDA). Off by default: on a CPU
+        without native bfloat16 it is slower than float32, and it changes the
+        probabilities at the 1e-2 level.
     model_path : path, optional
         A checkpoint folder (``config.json`` + ``model.safetensors``) or an official TabICL
         v1 ``.ckpt`` file (converted on load); the checkpoint shipped in the wheel by
@@ -179,6 +199,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     members_ : list of Member
     train_views_ : ndarray, shape (n_members, n_samples, n_features_used)
         The training table as each member sees it.
+    context_ : Context or None
+        The cached training context (``kv_cache``), on the model's device.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -192,6 +214,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         "preprocessing": [StrOptions(set(PREPROCESSING))],
         "official_shortcut": ["boolean"],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "kv_cache": ["boolean", StrOptions({"kv", "repr"})],
+        "use_amp": ["boolean"],
         "model_path": [str, os.PathLike, None],
         "device": [str, None],
         "random_state": ["random_state"],
@@ -210,6 +234,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         preprocessing: str = "auto",
         official_shortcut: bool = False,
         batch_size: int = 1024,
+        kv_cache: bool | str = False,
+        use_amp: bool = False,
         model_path: str | Path | None = None,
         device: str | None = None,
         random_state=0,
@@ -224,6 +250,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         self.preprocessing = preprocessing
         self.official_shortcut = official_shortcut
         self.batch_size = batch_size
+        self.kv_cache = kv_cache
+        self.use_amp = use_amp
         self.model_path = model_path
         self.device = device
         self.random_state = random_state
@@ -431,7 +459,25 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             self.normalizers_ = {m: Normalizer(m).fit(clipped) for m in set(self.norm_methods)}
             self.train_views_ = self._views(Xf)
         self.y_train_ = encoder.transform(y)
+        self.context_ = self._context() if self.kv_cache else None
         return self
+
+    def _labels(self, device) -> torch.Tensor:
+        """(n_members, n_train) training labels as each member sees them (class shift)."""
+        shifts = np.array([m.shift for m in self.members_])[:, None]
+        return torch.from_numpy((self.y_train_[None, :] + shifts) % self.classes_.size).to(device)
+
+    def _autocast(self, device):
+        return torch.autocast(torch.device(device).type, torch.bfloat16, enabled=self.use_amp)
+
+    @torch.inference_mode()
+    def _context(self) -> Context:
+        """The training rows run once for every member (``kv_cache``)."""
+        device = next(self.model_.parameters()).device
+        train = torch.from_numpy(self.train_views_).to(device)
+        keys_values = self.kv_cache in (True, "kv") and self.tree_ is None
+        with self._autocast(device):
+            return self.model_.context(train, self._labels(device), keys_values=keys_values)
 
     def _fit_official(self, Xf: np.ndarray, n_estimators: int, n_classes: int) -> None:
         """The official pipeline on the encoded training rows ``Xf``."""
@@ -504,30 +550,42 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     def _log_proba_block(self, Xf: np.ndarray) -> np.ndarray:
         """:meth:`predict_log_proba` of encoded rows ``Xf`` (n_rows, n_features)."""
         device = next(self.model_.parameters()).device
-        train = torch.from_numpy(self.train_views_).to(device)
-        X = torch.cat((train, torch.from_numpy(self._views(Xf)).to(device)), dim=1)
-        n_classes, n_train = self.classes_.size, train.shape[1]
+        test = torch.from_numpy(self._views(Xf)).to(device)
+        context = self.context_
+        n_classes, n_train = self.classes_.size, self.y_train_.size
         y = self.y_train_
         shifts = np.array([m.shift for m in self.members_])
         temperature = self.softmax_temperature
         # member i saw class c as (c + s_i) mod K: its column (c + s_i) mod K is class c
         back = (np.arange(n_classes)[None, :] + shifts[:, None]) % n_classes  # (M, K)
+        if context is None:
+            X = torch.cat((torch.from_numpy(self.train_views_).to(device), test), dim=1)
         if self.tree_ is None:
-            labels = torch.from_numpy((y[None, :] + shifts[:, None]) % n_classes).to(device)
-            logits = self.model_(X, labels)[..., :n_classes] / temperature
+            with self._autocast(device):
+                if context is None:
+                    logits = self.model_(X, self._labels(device))
+                else:
+                    logits = self.model_.forward_context(test, context)
+            logits = _float(logits[..., :n_classes]) / temperature
             logp = torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
             mean = np.take_along_axis(logp, back[:, None, :], axis=2).mean(axis=0)
             return mean - np.logaddexp.reduce(mean, axis=1, keepdims=True)
         # the hierarchy: row representations once, then the in-context stage per tree node
-        rows = self.model_.represent(X, n_train)
-        test = torch.arange(n_train, X.shape[1], device=device)
+        with self._autocast(device):
+            if context is None:
+                rows = self.model_.represent(X, n_train)
+            else:
+                rows = torch.cat((context.rows, self.model_.represent_context(test, context)), 1)
+        test = torch.arange(n_train, rows.shape[1], device=device)
         members = []
         for i, shift in enumerate(shifts):
 
             def classify(index: np.ndarray, groups: np.ndarray, k: int, i=i) -> np.ndarray:
                 keep = torch.cat((torch.from_numpy(index).to(device), test))
                 labels = torch.from_numpy(groups).to(device)[None]
-                logits = self.model_.icl(rows[i : i + 1, keep], labels)[0, :, :k] / temperature
+                with self._autocast(device):
+                    logits = self.model_.icl(rows[i : i + 1, keep], labels)[0, :, :k]
+                logits = _float(logits) / temperature
                 return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
 
             logp = tree_log_proba(self.tree_, (y + shift) % n_classes, n_classes, classify)

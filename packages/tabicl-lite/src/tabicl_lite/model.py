@@ -83,16 +83,63 @@ def standardize(X: torch.Tensor, n_train: int, clip_z: float) -> torch.Tensor:
     NaN entries are ignored in the statistics and set to 0 (the training mean) after
     scaling. ``X`` is ``(B, T, H)``; constant columns become 0.
     """
-    train = X[:, :n_train]
+    return _scale(X, *_column_stats(X[:, :n_train]), clip_z)
+
+
+def _column_stats(train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and std ``(B, 1, H)`` of the training rows ``(B, n, H)``, NaN ignored."""
     mask = ~torch.isnan(train)
     count = mask.sum(1, keepdim=True).clamp_min(1)
-    filled = torch.where(mask, train, torch.zeros((), dtype=X.dtype, device=X.device))
-    mean = filled.sum(1, keepdim=True) / count
-    var = torch.where(mask, train - mean, torch.zeros((), dtype=X.dtype, device=X.device)) ** 2
-    std = (var.sum(1, keepdim=True) / (count - 1).clamp_min(1)).sqrt()
-    Z = (X - mean) / (std + 1e-6)
-    Z = torch.nan_to_num(Z, nan=0.0)
+    zero = torch.zeros((), dtype=train.dtype, device=train.device)
+    mean = torch.where(mask, train, zero).sum(1, keepdim=True) / count
+    var = torch.where(mask, train - mean, zero) ** 2
+    return mean, (var.sum(1, keepdim=True) / (count - 1).clamp_min(1)).sqrt()
+
+
+def _scale(X: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, clip_z: float) -> torch.Tensor:
+    Z = torch.nan_to_num((X - mean) / (std + 1e-6), nan=0.0)
     return Z.clamp(-clip_z, clip_z)
+
+
+@dataclass
+class Context:
+    """What :meth:`TabICL.context` keeps of the training rows (a KV cache): test rows
+    then need only their own column, row and in-context stages.
+
+    Attributes
+    ----------
+    y_train : LongTensor (B, n_train)
+    n_features : int
+        ``H``, the training rows' number of columns.
+    stats : (mean, std) of shape (B, 1, H), or None
+        The training rows' column statistics (``config.standardize``).
+    summaries : list of Tensor (B, H, n_inducing, E)
+        Per column-embedding block, its inducing points after reading the training rows.
+    rows : Tensor (B, n_train, icl_dim)
+        The training rows' representations (column and row stages).
+    keys_values : list of (Tensor, Tensor), each (B, icl_heads, n_train, icl_dim / heads), or None
+        Per in-context block, the keys and values of the labelled training rows (``None``
+        when built with ``keys_values=False``: the in-context stage then runs on the
+        cached representations).
+    """
+
+    y_train: torch.Tensor
+    n_features: int
+    stats: tuple[torch.Tensor, torch.Tensor] | None
+    summaries: list[torch.Tensor]
+    rows: torch.Tensor
+    keys_values: list[tuple[torch.Tensor, torch.Tensor]] | None
+
+    @property
+    def n_train(self) -> int:
+        return self.y_train.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the context holds, in bytes."""
+        tensors = [self.rows, *self.summaries, *(self.stats or ())]
+        tensors += [t for kv in self.keys_values or () for t in kv]
+        return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class ColumnEmbedding(nn.Module):
@@ -115,12 +162,37 @@ class ColumnEmbedding(nn.Module):
         self.out_b = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
 
     def forward(self, X: torch.Tensor, n_train: int) -> torch.Tensor:
-        cols = X.transpose(1, 2).unsqueeze(-1)  # (B, H, T, 1)
-        b, h, t, _ = cols.shape
-        z = self.inp(cols).reshape(b * h, t, -1)
+        cols, z = self._lift(X)
         for block in self.blocks:
             z = block(z, n_train)
-        z = z.reshape(b, h, t, -1)
+        return self._embed(cols, z)
+
+    def context(self, X: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The training rows ``X`` (B, n, H) alone: their embedding (B, n, H, E) and every
+        block's inducing summary (B, H, n_inducing, E)."""
+        cols, z = self._lift(X)
+        summaries = []
+        for block in self.blocks:
+            summary = block.summarize(z)
+            z = block.write(z, summary)
+            summaries.append(summary.unflatten(0, cols.shape[:2]))
+        return self._embed(cols, z), summaries
+
+    def embed(self, X: torch.Tensor, summaries: list[torch.Tensor]) -> torch.Tensor:
+        """Rows ``X`` (B, T, H) against the training rows' :meth:`context` summaries:
+        what :meth:`forward` gives those rows, (B, T, H, E)."""
+        cols, z = self._lift(X)
+        for block, summary in zip(self.blocks, summaries, strict=True):
+            z = block.write(z, summary.flatten(0, 1))
+        return self._embed(cols, z)
+
+    def _lift(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        cols = X.transpose(1, 2).unsqueeze(-1)  # (B, H, T, 1)
+        b, h, t, _ = cols.shape
+        return cols, self.inp(cols).reshape(b * h, t, -1)
+
+    def _embed(self, cols: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        z = z.reshape(*cols.shape[:3], -1)
         emb = cols * self.out_w(z) + self.out_b(z)
         return emb.transpose(1, 2)  # (B, T, H, E)
 
@@ -176,6 +248,29 @@ class ICLearning(nn.Module):
         for block in self.blocks:
             z = block(z, kv_rows=n_train)
         return self.decoder(self.norm(z[:, n_train:]))
+
+    def context(
+        self, rows: torch.Tensor, y_train: torch.Tensor
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every block's keys and values of the labelled training rows ``rows``
+        (B, n_train, d): training rows attend only to each other, so they do not depend
+        on any test row."""
+        z = rows + self.label(y_train)
+        keys_values = []
+        for block in self.blocks:
+            key, value = block.keys_values(z)
+            keys_values.append((key, value))
+            z = block.attend(z, key, value)
+        return keys_values
+
+    def predict(
+        self, rows: torch.Tensor, keys_values: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> torch.Tensor:
+        """Logits of test rows ``rows`` (B, T, d) against a :meth:`context`."""
+        z = rows
+        for block, (key, value) in zip(self.blocks, keys_values, strict=True):
+            z = block.attend(z, key, value)
+        return self.decoder(self.norm(z))
 
 
 class TabICL(nn.Module, PretrainedModelMixin):
@@ -241,12 +336,7 @@ class TabICL(nn.Module, PretrainedModelMixin):
             )
         if not 0 < n_train < X.shape[1]:
             raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
-        logits = self.icl(self.represent(X, n_train), y_train)
-        if n_classes is not None:
-            k = torch.as_tensor(n_classes, device=X.device).reshape(-1, 1, 1)
-            absent = torch.arange(self.config.max_classes, device=X.device) >= k
-            logits = logits.masked_fill(absent, float("-inf"))
-        return logits
+        return self._mask(self.icl(self.represent(X, n_train), y_train), n_classes)
 
     def represent(self, X: torch.Tensor, n_train: int) -> torch.Tensor:
         """Row representations: the column and row stages, ``(B, T, H) -> (B, T, icl_dim)``.
@@ -258,20 +348,118 @@ class TabICL(nn.Module, PretrainedModelMixin):
             raise ValueError(f"X must be (B, T, H), got shape {tuple(X.shape)}")
         if not 0 < n_train <= X.shape[1]:
             raise ValueError(f"need 0 < n_train <= T rows, got n_train={n_train}, T={X.shape[1]}")
+        stats = _column_stats(X[:, :n_train]) if self.config.standardize else None
+        X = self._input(X, stats)
+        per_cols, per_rows = self._chunks(X)
+        h = X.shape[2]
+        emb = torch.cat(
+            [self.col(X[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
+        )
+        return self._rows(emb, per_rows)
+
+    def context(
+        self, X_train: torch.Tensor, y_train: torch.Tensor, *, keys_values: bool = True
+    ) -> Context:
+        """Run the training rows through the network once and keep what test rows need.
+
+        Parameters
+        ----------
+        X_train : Tensor, shape (B, n_train, H)
+        y_train : LongTensor, shape (B, n_train)
+        keys_values : bool
+            Keep every in-context block's keys and values (``2 * icl_blocks * n_train *
+            icl_dim`` numbers per table): later test rows then cost only their own
+            stages. ``False`` keeps only the training rows' representations (``icl_dim``
+            per row) and re-runs the in-context stage on them for every call.
+
+        Returns
+        -------
+        Context
+            For :meth:`forward_context`; its results equal :meth:`forward` on the
+            training rows followed by the test rows (to float rounding).
+        """
+        if X_train.ndim != 3 or y_train.ndim != 2 or X_train.shape[:2] != y_train.shape:
+            raise ValueError(
+                "X_train must be (B, n_train, H) and y_train (B, n_train); got "
+                f"{tuple(X_train.shape)} and {tuple(y_train.shape)}"
+            )
+        if X_train.shape[1] < 1:
+            raise ValueError("X_train has no rows; the context needs at least one")
+        stats = _column_stats(X_train) if self.config.standardize else None
+        X = self._input(X_train, stats)
+        per_cols, per_rows = self._chunks(X)
+        parts = [self.col.context(X[..., j : j + per_cols]) for j in range(0, X.shape[2], per_cols)]
+        emb = torch.cat([emb for emb, _ in parts], dim=2)
+        summaries = [torch.cat(block, dim=1) for block in zip(*(s for _, s in parts), strict=True)]
+        rows = self._rows(emb, per_rows)
+        cache = self.icl.context(rows, y_train) if keys_values else None
+        return Context(y_train, X.shape[2], stats, summaries, rows, cache)
+
+    def represent_context(self, X: torch.Tensor, context: Context) -> torch.Tensor:
+        """Representations ``(B, T, icl_dim)`` of rows ``X`` (B, T, H) given the training
+        rows' :class:`Context`: what :meth:`represent` gives them beside those rows."""
+        b, h = context.rows.shape[0], context.n_features
+        if X.ndim != 3 or X.shape[0] != b or X.shape[2] != h:
+            raise ValueError(
+                f"X must be (B, T, H) = ({b}, T, {h}) like the context's training rows, got "
+                f"shape {tuple(X.shape)}"
+            )
+        X = self._input(X, context.stats)
+        per_cols, per_rows = self._chunks(X)
+        emb = torch.cat(
+            [
+                self.col.embed(
+                    X[..., j : j + per_cols], [s[:, j : j + per_cols] for s in context.summaries]
+                )
+                for j in range(0, h, per_cols)
+            ],
+            dim=2,
+        )
+        return self._rows(emb, per_rows)
+
+    def forward_context(
+        self,
+        X: torch.Tensor,
+        context: Context,
+        n_classes: torch.Tensor | int | None = None,
+    ) -> torch.Tensor:
+        """Logits ``(B, T, max_classes)`` of test rows ``X`` (B, T, H) against a
+        :meth:`context` of the training rows: :meth:`forward` without running the
+        training rows again."""
+        rows = self.represent_context(X, context)
+        if context.keys_values is None:
+            logits = self.icl(torch.cat((context.rows, rows), dim=1), context.y_train)
+        else:
+            logits = self.icl.predict(rows, context.keys_values)
+        return self._mask(logits, n_classes)
+
+    def _mask(self, logits: torch.Tensor, n_classes) -> torch.Tensor:
+        if n_classes is None:
+            return logits
+        k = torch.as_tensor(n_classes, device=logits.device).reshape(-1, 1, 1)
+        absent = torch.arange(self.config.max_classes, device=logits.device) >= k
+        return logits.masked_fill(absent, float("-inf"))
+
+    def _input(self, X: torch.Tensor, stats) -> torch.Tensor:
+        """``X`` standardised with the training rows' ``stats`` (``config.standardize``),
+        else checked for missing values."""
         if self.config.standardize:
-            X = standardize(X, n_train, self.config.clip_z)
-        elif torch.isnan(X).any():
+            return _scale(X, *stats, self.config.clip_z)
+        if torch.isnan(X).any():
             raise ValueError(
                 "X has missing values (NaN); a model with standardize=False (an official "
                 "checkpoint) expects imputed, standardised tables: use TabICLClassifier"
             )
+        return X
+
+    def _chunks(self, X: torch.Tensor) -> tuple[int, int]:
+        """Columns and rows per chunk of the column and row stages (``chunk_cells``)."""
         b, t, h = X.shape
         cells = self.chunk_cells if not torch.is_grad_enabled() else b * t * h
-        per_cols = max(1, cells // (b * t))
-        emb = torch.cat(
-            [self.col(X[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
-        )
-        per_rows = max(1, cells // (b * h))
+        return max(1, cells // (b * t)), max(1, cells // (b * h))
+
+    def _rows(self, emb: torch.Tensor, per_rows: int) -> torch.Tensor:
+        t = emb.shape[1]
         return torch.cat([self.row(emb[:, i : i + per_rows]) for i in range(0, t, per_rows)], dim=1)
 
     @property
