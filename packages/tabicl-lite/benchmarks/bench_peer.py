@@ -1,26 +1,38 @@
-"""tabicl-lite against the official ``tabicl`` package (PyPI) and HistGradientBoosting.
+"""tabicl-lite against the official TabICL code on the same weights, and HistGradientBoosting.
 
-1. Forward pass, one table, 20 features, 500 test rows, n_train in {1K, 10K, 50K}: our
-   :class:`~tabicl_lite.TabICL` vs the official ``tabicl.TabICL`` built at the same size
-   (embed 32; column 2 blocks / 2 heads / 32 inducing points; row 2 blocks / 4 heads /
-   4 CLS; ICL 4 blocks / 4 heads) with the paper's v1 options (no SSMax, no feature
-   grouping, no target-aware column embedding), random weights, eval mode, no gradient,
-   float32 on both sides (the official forward autocasts to bfloat16 unless told not to,
-   on CPU too: turned off here, as its classifier does on CPU).
-   Time and peak memory; slopes give the growth with n_train. Our column+row stages are
-   also timed alone (they should grow linearly; the ICL stage grows with n_train²).
-2. ``fit`` + ``predict_proba`` of the scikit-learn classifiers on a prior table
-   (20 features, 3 classes, n_train in {500, 5000}, 1000 test rows): ours (the shipped
-   checkpoint, 8 members) vs the official ``TabICLClassifier`` loading a local random-
-   weight checkpoint file of the same size (8 members; nothing is downloaded; float32) vs
-   ``HistGradientBoostingClassifier`` (defaults); ours also with ``kv_cache=True`` and the
-   test rows in 4 blocks (the training rows run once instead of once per block).
+The official package is whichever ``tabicl`` imports: 2.x from this workspace (the code
+users run today), or the paper's v1 code, 0.1.4, which cannot join the lock; install it
+into a folder of its own and put that first on the path::
 
+    uv pip install --no-deps --target /tmp/tabicl014 tabicl==0.1.4 einops
+    PYTHONPATH=/tmp/tabicl014 uv run --locked python packages/tabicl-lite/benchmarks/bench_peer.py
+
+Both sides run THE SAME WEIGHTS: an official network at the lite size with the v1 options
+(embed 32; column 2 blocks / 2 heads / 32 inducing points; row 2 blocks / 4 heads / 4 CLS;
+ICL 4 blocks / 4 heads; no SSMax, feature grouping or target-aware embedding), random
+non-zero weights, written as an official checkpoint and converted by
+:func:`tabicl_lite.convert.from_official_checkpoint`. Float32 on both sides: the official
+forward autocasts to bfloat16 unless told not to, on CPU too (turned off here, as the
+official classifier does on CPU); the same torch threads (pinned, noted).
+
+1. Network forward, one table, 20 features, 500 test rows, n_train in {1K, 10K, 50K}
+   (``--smoke``: 100, 200): ours vs the official module. The max difference of the class
+   probabilities is recorded beside the times.
+2. Classifier end to end (``fit`` + ``predict_proba``, 500 test rows, official
+   preprocessing on both sides, the same number of members: 8 at 1K and 10K, 1 at 50K,
+   where 8 members would take minutes per call; ``--smoke``: 100 rows, 2 members): ours
+   with ``model_path=`` the checkpoint vs the official ``TabICLClassifier`` with the same
+   file (nothing is downloaded); ours with ``kv_cache=True`` too;
+   ``HistGradientBoostingClassifier`` (defaults) for scale.
+
+Interleaved repetitions (5; 1 with ``--smoke``) after a warm-up; ratios to the official;
+the per-repetition ratio spread is noted. Peak memory is the resident-set growth.
 Run: ``icml25 bench tabicl-lite`` (or ``--smoke``).
 """
 
 from __future__ import annotations
 
+import inspect
 import tempfile
 from pathlib import Path
 
@@ -29,159 +41,205 @@ import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from icml25_core import BenchReport, compare, make_report
-from tabicl_lite import TabICL, TabICLClassifier, TabICLConfig, sample_table
+from tabicl_lite import TabICLClassifier, sample_table
+from tabicl_lite.convert import from_official_checkpoint
 
 N_FEATURES = 20
 N_TEST = 500
+LITE_V1 = dict(
+    max_classes=10,
+    embed_dim=32,
+    col_num_blocks=2,
+    col_nhead=2,
+    col_num_inds=32,
+    row_num_blocks=2,
+    row_nhead=4,
+    row_num_cls=4,
+    icl_num_blocks=4,
+    icl_nhead=4,
+    ff_factor=2,
+    # 2.x options, at the paper's v1 values (0.1.4 has none of them)
+    col_affine=True,
+    col_feature_group=False,
+    col_target_aware=False,
+    col_ssmax="none",
+    icl_ssmax="none",
+    row_rope_interleaved=True,
+)
 
 
-def official_config(cfg: TabICLConfig) -> dict:
-    """The official ``tabicl.TabICL`` keyword arguments for the same size, v1 options."""
-    return {
-        "max_classes": cfg.max_classes,
-        "embed_dim": cfg.embed_dim,
-        "col_num_blocks": cfg.col_blocks,
-        "col_nhead": cfg.col_heads,
-        "col_num_inds": cfg.n_inducing,
-        "col_feature_group": False,
-        "col_target_aware": False,
-        "col_ssmax": "none",
-        "row_num_blocks": cfg.row_blocks,
-        "row_nhead": cfg.row_heads,
-        "row_num_cls": cfg.n_cls,
-        "row_rope_base": cfg.rope_base,
-        "icl_num_blocks": cfg.icl_blocks,
-        "icl_nhead": cfg.icl_heads,
-        "icl_ssmax": "none",
-        "ff_factor": cfg.ff_factor,
-    }
+class Official:
+    """The importable official package: its network class, classifier and settings."""
+
+    def __init__(self):
+        import tabicl
+        from tabicl.__about__ import __version__
+
+        self.version = __version__
+        self.v1 = __version__.startswith("0.")
+        if self.v1:
+            from tabicl.model.inference_config import InferenceConfig
+            from tabicl.model.tabicl import TabICL
+        else:  # the network and its config are private in 2.x
+            from tabicl._model.inference_config import InferenceConfig
+            from tabicl._model.tabicl import TabICL
+        self.network, self.classifier = TabICL, tabicl.TabICLClassifier
+        accepted = inspect.signature(TabICL).parameters
+        self.config = {k: v for k, v in LITE_V1.items() if k in accepted}
+        self.fp32 = InferenceConfig()
+        sections = ("COL_CONFIG", "ROW_CONFIG", "ICL_CONFIG")
+        self.fp32.update_from_dict({k: {"use_amp": False} for k in sections})
+
+    def random_network(self, seed: int = 0):
+        """Random non-zero weights: the official initialises output projections at zero,
+        which would make every row's prediction the same."""
+        torch.manual_seed(seed)
+        net = self.network(**self.config)
+        with torch.no_grad():
+            for name, p in net.named_parameters():
+                if "rope" in name:  # fixed frequencies, not learned
+                    continue
+                if p.ndim == 1 and ("norm" in name or "ln" in name):
+                    p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+                else:
+                    p.copy_(torch.randn_like(p) * p.shape[-1] ** -0.5)
+        return net.eval()
 
 
 def _table(n_train: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return sample_table(rng, n_train + n_test, N_FEATURES, 3)
+    """A prior table; labels made contiguous over the training rows' classes (the official
+    network counts the classes it sees)."""
+    X, y = sample_table(np.random.default_rng(seed), n_train + n_test, N_FEATURES, 3)
+    classes = np.unique(y[:n_train])
+    return X, np.searchsorted(classes, y).clip(0, classes.size - 1)
 
 
-def _forward_cases(ours: TabICL, theirs, n_train: int):
+def _forward_case(official: Official, theirs, ours, n_train: int, repeats: int):
     X, y = _table(n_train, N_TEST)
-    X = torch.from_numpy(np.nan_to_num(X)).unsqueeze(0)
+    X = torch.from_numpy(np.nan_to_num(X)).float().unsqueeze(0)
     y_train = torch.from_numpy(y[:n_train]).unsqueeze(0)
+
+    k = int(y_train.max()) + 1
 
     @torch.inference_mode()
     def run_ours():
-        ours(X, y_train, n_classes=3)
-
-    from tabicl._model.inference_config import InferenceConfig
-
-    fp32 = InferenceConfig()  # the official default autocasts to bfloat16, on CPU too
-    fp32.update_from_dict(
-        {k: {"use_amp": False} for k in ("COL_CONFIG", "ROW_CONFIG", "ICL_CONFIG")}
-    )
+        return ours(X, y_train)[..., :k]
 
     @torch.inference_mode()
     def run_theirs():
-        theirs(X, y_train, inference_config=fp32)
+        return theirs(X, y_train.float(), inference_config=official.fp32)
 
-    @torch.inference_mode()
-    def run_embedding():
-        ours.row(ours.col(X, n_train))
+    diff = (run_ours().softmax(-1) - run_theirs().softmax(-1)).abs().max().item()
+    return compare(
+        {"tabicl-lite": run_ours, f"tabicl {official.version}": run_theirs},
+        reference=f"tabicl {official.version}",
+        label=f"forward, n_train={n_train}",
+        size=n_train,
+        repeats=repeats,
+        warmup=int(repeats > 1),
+        memory=True,
+        extra={"tabicl-lite": {"max |prob diff|": diff}},
+    )
 
-    return {"tabicl-lite": run_ours, "tabicl (official)": run_theirs}, run_embedding
 
-
-def _classifier_cases(n_train: int, official_ckpt: Path):
-    from tabicl import TabICLClassifier as OfficialClassifier
-
-    X, y = _table(n_train, 1000, seed=1)
+def _classifier_case(official: Official, ckpt: Path, n_train: int, members: int, repeats: int):
+    X, y = _table(n_train, N_TEST, seed=1)
     X_train, y_train, X_test = X[:n_train], y[:n_train], X[n_train:]
+    out = {}
 
-    def ours():
-        TabICLClassifier(n_estimators=8).fit(X_train, y_train).predict_proba(X_test)
+    def ours(**kw):
+        def run():
+            clf = TabICLClassifier(
+                n_estimators=members, model_path=ckpt, device="cpu", random_state=42, **kw
+            )
+            out[kw.get("kv_cache", False)] = clf.fit(X_train, y_train).predict_proba(X_test)
 
-    def ours_cached():
-        clf = TabICLClassifier(n_estimators=8, kv_cache=True, batch_size=250)
-        clf.fit(X_train, y_train).predict_proba(X_test)
+        return run
 
     def theirs():
-        OfficialClassifier(
-            n_estimators=8,
-            model_path=official_ckpt,
+        clf = official.classifier(
+            n_estimators=members,
+            model_path=ckpt,
             allow_auto_download=False,
-            device="cpu",
             use_amp=False,
-        ).fit(X_train, y_train).predict_proba(X_test)
+            device="cpu",
+            random_state=42,
+        )
+        out["official"] = clf.fit(X_train, y_train).predict_proba(X_test)
 
     def hgb():
         HistGradientBoostingClassifier(random_state=0).fit(X_train, y_train).predict_proba(X_test)
 
-    return {
-        "HistGradientBoosting": hgb,
-        "tabicl-lite classifier": ours,
-        "tabicl-lite classifier, kv_cache=True, 4 blocks of 250 rows": ours_cached,
-        "tabicl classifier (official, random weights)": theirs,
+    tag = f"{members} member{'s' * (members > 1)}"
+    names = {
+        "ours": f"tabicl-lite, {tag}",
+        "cached": f"tabicl-lite kv_cache=True, {tag}",
+        "official": f"tabicl {official.version}, {tag}",
     }
+
+    def extra(_timings):
+        return {
+            names["ours"]: {"max |prob diff|": float(np.abs(out[False] - out["official"]).max())},
+            names["cached"]: {"max |prob diff|": float(np.abs(out[True] - out["official"]).max())},
+        }
+
+    return compare(
+        {
+            names["ours"]: ours(),
+            names["cached"]: ours(kv_cache=True),
+            names["official"]: theirs,
+            "HistGradientBoosting": hgb,
+        },
+        reference=names["official"],
+        label=f"fit+predict_proba, n_train={n_train}, {N_TEST} test rows",
+        size=n_train,
+        repeats=repeats,
+        warmup=1 if 1000 <= n_train < 50_000 else 0,
+        memory=True,
+        extra=extra,
+    )
+
+
+def _spread(comparison) -> str:
+    """Min-max of the per-repetition ratios to the reference (repetitions are paired)."""
+    ref = comparison.timings[comparison.reference].times
+    parts = []
+    for name, timing in comparison.timings.items():
+        if name != comparison.reference:
+            ratios = np.asarray(timing.times) / np.asarray(ref)
+            parts.append(f"{name} {ratios.min():.2f}-{ratios.max():.2f}")
+    return f"{comparison.label}: ratio spread " + "; ".join(parts)
 
 
 def run(smoke: bool = False) -> BenchReport:
-    # the network class is private in tabicl 2.x (wrapped by its classifiers)
-    from tabicl._model.tabicl import TabICL as OfficialTabICL
-
-    sizes = (200, 500) if smoke else (1000, 10_000, 50_000)
-    fit_sizes = (100,) if smoke else (500, 5000)
-    cfg = TabICLConfig.lite()
-    torch.manual_seed(0)
-    ours = TabICL(cfg).eval()
-    theirs = OfficialTabICL(**official_config(cfg)).eval()
+    official = Official()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads)  # pinned for the whole run, both sides
+    sizes = (100, 200) if smoke else (1000, 10_000, 50_000)
+    repeats = 1 if smoke else 5
+    theirs = official.random_network()
     comparisons = []
-    for n in sizes:
-        cases, embedding = _forward_cases(ours, theirs, n)
-        big = n >= 50_000
-        comparisons.append(
-            compare(
-                cases,
-                reference="tabicl (official)",
-                label=f"forward, n_train={n}",
-                size=n,
-                repeats=1 if big or smoke else 3,
-                warmup=0 if big or smoke else 1,
-                memory=True,
-            )
-        )
-        comparisons.append(
-            compare(
-                {"tabicl-lite column+row stages": embedding},
-                reference="tabicl-lite column+row stages",
-                label=f"column+row stages, n_train={n}",
-                size=n,
-                repeats=1 if big or smoke else 3,
-                warmup=0,
-                memory=False,
-            )
-        )
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = Path(tmp) / "official-random.ckpt"
-        torch.save({"config": official_config(cfg), "state_dict": theirs.state_dict()}, ckpt)
-        for n in fit_sizes:
-            comparisons.append(
-                compare(
-                    _classifier_cases(n, ckpt),
-                    reference="HistGradientBoosting",
-                    label=f"fit+predict_proba, n_train={n}, 1000 test rows",
-                    size=n,
-                    repeats=1 if smoke else 3,
-                    warmup=0 if smoke else 1,
-                    memory=not smoke,
-                )
-            )
+        torch.save({"config": official.config, "state_dict": theirs.state_dict()}, ckpt)
+        ours = from_official_checkpoint(ckpt)
+        for n in sizes:
+            comparisons.append(_forward_case(official, theirs, ours, n, repeats))
+        for n in sizes[:1] if smoke else sizes:
+            members = 2 if smoke else 8 if n < 50_000 else 1
+            comparisons.append(_classifier_case(official, ckpt, n, members, repeats))
     notes = [
-        f"forward rows: one table, {N_FEATURES} features, {N_TEST} test rows, random "
-        "weights at equal size; ratio to the official tabicl.TabICL",
-        "column+row stage rows: our first two stages alone (slope = growth with n_train)",
-        "fit+predict rows: 8-member ensembles; ratio to HistGradientBoosting (defaults)",
-        "peak memory: traced heap or resident-set growth (Linux), whichever is larger",
+        f"official: tabicl {official.version}; torch threads {threads}; float32 both sides",
+        f"forward rows: one table, {N_FEATURES} features, {N_TEST} test rows, the same random "
+        "weights (official checkpoint converted); ratio to the official network",
+        "fit+predict rows: official preprocessing on both sides, same checkpoint and members; "
+        "ratio to the official classifier",
+        "peak memory: resident-set growth (Linux) over the timed runs",
+        *(_spread(c) for c in comparisons),
     ]
     return make_report(
-        "tabicl-lite vs official tabicl and HistGradientBoosting",
+        f"tabicl-lite vs official tabicl {official.version} (same weights) and "
+        "HistGradientBoosting",
         comparisons,
         "tabicl-lite",
         "tabicl",

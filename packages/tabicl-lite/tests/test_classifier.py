@@ -61,8 +61,8 @@ def test_rows_go_through_in_bounded_blocks_with_the_same_result(tiny_model_path,
     big = TabICLClassifier(**kw).fit(X[:80], y[:80])
     small = TabICLClassifier(batch_size=7, **kw).fit(X[:80], y[:80])
     seen = []
-    views = small._views
-    small._views = lambda rows: (seen.append(len(rows)), views(rows))[1]
+    tables = small._tables
+    small._tables = lambda rows: (seen.append(len(rows)), tables(rows))[1]
     np.testing.assert_allclose(small.predict_proba(X[80:]), big.predict_proba(X[80:]), atol=1e-6)
     assert max(seen) == 7 and sum(seen) == 40
 

@@ -190,3 +190,39 @@ def test_the_context_holds_what_its_docstring_says(model, table):
         model.forward_context(X[:, 40:, :5], full)
     with pytest.raises(ValueError, match="X_train must be"):
         model.context(X[:, :40], y[:, :30])
+
+
+@torch.no_grad()
+def test_views_share_each_tables_column_embedding_and_give_the_stacked_logits(model):
+    """forward(X, views=(tables, columns)) equals forward on the stacked views (column
+    orders, a repeated column, a subset), with and without a context; the column stage
+    runs on the tables, not on the views."""
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(2, 50, 6, generator=g, dtype=torch.float64)
+    X[0, 5, 1] = float("nan")
+    tables = torch.tensor([0, 0, 1, 1, 0])
+    columns = torch.stack([torch.randperm(6, generator=g) for _ in range(5)])
+    columns[4] = torch.tensor([0, 0, 3, 5, 2, 1])
+    y = torch.randint(0, 3, (5, 35), generator=g)
+    stacked = torch.stack([X[t][:, c] for t, c in zip(tables, columns, strict=True)])
+    expected = model(stacked, y, 3)
+    seen = []
+    model.col.register_forward_hook(lambda mod, args, out: seen.append(args[0].shape[0]))
+    views = (tables, columns)
+    torch.testing.assert_close(model(X, y, 3, views=views), expected, rtol=1e-12, atol=1e-12)
+    assert set(seen) == {2}  # the two tables, not the five views
+    for keys_values in (True, False):
+        context = model.context(X[:, :35], y, keys_values=keys_values, views=views)
+        cached = model.forward_context(X[:, 35:], context, 3)
+        torch.testing.assert_close(cached, expected, rtol=1e-12, atol=1e-12)
+    subset = (tables[:2], columns[:2, :4])
+    torch.testing.assert_close(
+        model(X, y[:2], 3, views=subset),
+        model(stacked[:2, :, :4], y[:2], 3),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    with pytest.raises(ValueError, match=r"views' columns must be int64 indices in \[0, 6\)"):
+        model(X, y, 3, views=(tables, columns + 6))
+    with pytest.raises(ValueError, match=r"views' tables must be int64 indices in \[0, 2\)"):
+        model(X, y, 3, views=(tables + 1, columns))

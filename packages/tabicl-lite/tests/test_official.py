@@ -285,7 +285,7 @@ def test_official_preprocessing_drops_constant_columns_and_imputes_means(officia
     X[::5, 1] = np.nan
     clf = TabICLClassifier(model_path=official_v1_checkpoint, n_estimators=4).fit(X, y)
     assert clf.keep_.tolist() == [True] * 4 + [False]
-    assert clf.train_views_.shape == (4, len(X), 4)
+    assert clf.train_tables_.shape == (2, len(X), 4)  # one table per normalization
     np.testing.assert_allclose(clf.impute_[1], np.nanmean(X[:, 1]))
     with pytest.raises(ValueError, match="every feature of X is constant"):
         TabICLClassifier(model_path=official_v1_checkpoint).fit(np.ones((10, 2)), [0, 1] * 5)

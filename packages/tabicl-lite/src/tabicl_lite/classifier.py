@@ -197,8 +197,10 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         ``"official"`` or ``"lite"``.
     categorical_mask_ : ndarray of bool, shape (n_features_in_,)
     members_ : list of Member
-    train_views_ : ndarray, shape (n_members, n_samples, n_features_used)
-        The training table as each member sees it.
+    train_tables_ : ndarray, shape (n_normalizations, n_samples, n_features_used)
+        The training table under each normalization the members use; member ``i`` reads
+        its feature order ``members_[i].features`` of its normalization's table (the
+        columns are embedded once per normalization and shared by its members).
     context_ : Context or None
         The cached training context (``kv_cache``), on the model's device.
     """
@@ -457,7 +459,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             self.clipper_ = OutlierClipper(self.outlier_threshold).fit(Xf)
             clipped = self.clipper_.transform(Xf)
             self.normalizers_ = {m: Normalizer(m).fit(clipped) for m in set(self.norm_methods)}
-            self.train_views_ = self._views(Xf)
+            self.train_tables_ = self._tables(Xf)
         self.y_train_ = encoder.transform(y)
         self.context_ = self._context() if self.kv_cache else None
         return self
@@ -474,10 +476,12 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     def _context(self) -> Context:
         """The training rows run once for every member (``kv_cache``)."""
         device = next(self.model_.parameters()).device
-        train = torch.from_numpy(self.train_views_).to(device)
+        train = torch.from_numpy(self.train_tables_).to(device)
         keys_values = self.kv_cache in (True, "kv") and self.tree_ is None
         with self._autocast(device):
-            return self.model_.context(train, self._labels(device), keys_values=keys_values)
+            return self.model_.context(
+                train, self._labels(device), keys_values=keys_values, views=self._views(device)
+            )
 
     def _fit_official(self, Xf: np.ndarray, n_estimators: int, n_classes: int) -> None:
         """The official pipeline on the encoded training rows ``Xf``."""
@@ -513,26 +517,38 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         for norm in dict.fromkeys(m.norm for m in self.members_):
             self.pipelines_[norm] = OfficialPipeline(norm, self.outlier_threshold, seed)
             normed[norm] = self.pipelines_[norm].fit_transform(Xf)
-        self.train_views_ = self._stack(normed)
+        self.train_tables_ = self._stack(normed)
+
+    @property
+    def _norms(self) -> list[str]:
+        """The members' normalizations, each once, in the order of ``train_tables_``."""
+        return list(dict.fromkeys(m.norm for m in self.members_))
 
     def _stack(self, normed: dict) -> np.ndarray:
-        """(n_members, n_rows, n_features) float32 from each normalization's rows."""
-        views = np.stack([normed[m.norm][:, m.features] for m in self.members_])
-        if not np.isfinite(views).all():
+        """(n_normalizations, n_rows, n_features) float32 from each normalization's rows."""
+        tables = np.stack([normed[norm] for norm in self._norms])
+        if self.preprocessing_ == "official" and not np.isfinite(tables).all():
             raise ValueError(
                 "the preprocessing produced non-finite values (a column too extreme for its "
                 "normalizer); try norm_methods=('none',)"
             )
-        return views.astype(np.float32)
+        return tables.astype(np.float32)
 
-    def _views(self, X: np.ndarray) -> np.ndarray:
-        """(n_members, n_rows, n_features) float32: each member's view of encoded rows X."""
+    def _tables(self, X: np.ndarray) -> np.ndarray:
+        """(n_normalizations, n_rows, n_features) float32: encoded rows ``X`` under each
+        normalization the members use (a member's view is its feature order of one)."""
         if self.preprocessing_ == "official":
             X = np.where(np.isnan(X), self.impute_, X)[:, self.keep_]
             return self._stack({m: p.transform(X) for m, p in self.pipelines_.items()})
         clipped = self.clipper_.transform(X)
-        normed = {m: n.transform(clipped) for m, n in self.normalizers_.items()}
-        return np.stack([normed[m.norm][:, m.features] for m in self.members_]).astype(np.float32)
+        return self._stack({m: n.transform(clipped) for m, n in self.normalizers_.items()})
+
+    def _views(self, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The members as views of the tables: (table of each member, its feature order)."""
+        norms = self._norms
+        tables = torch.tensor([norms.index(m.norm) for m in self.members_], device=device)
+        columns = torch.from_numpy(np.stack([m.features for m in self.members_]).astype(np.int64))
+        return tables, columns.to(device)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Log class probabilities, shape (n_samples, n_classes), columns as ``classes_``.
@@ -550,7 +566,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     def _log_proba_block(self, Xf: np.ndarray) -> np.ndarray:
         """:meth:`predict_log_proba` of encoded rows ``Xf`` (n_rows, n_features)."""
         device = next(self.model_.parameters()).device
-        test = torch.from_numpy(self._views(Xf)).to(device)
+        test = torch.from_numpy(self._tables(Xf)).to(device)
+        views = self._views(device)
         context = self.context_
         n_classes, n_train = self.classes_.size, self.y_train_.size
         y = self.y_train_
@@ -559,11 +576,11 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         # member i saw class c as (c + s_i) mod K: its column (c + s_i) mod K is class c
         back = (np.arange(n_classes)[None, :] + shifts[:, None]) % n_classes  # (M, K)
         if context is None:
-            X = torch.cat((torch.from_numpy(self.train_views_).to(device), test), dim=1)
+            X = torch.cat((torch.from_numpy(self.train_tables_).to(device), test), dim=1)
         if self.tree_ is None:
             with self._autocast(device):
                 if context is None:
-                    logits = self.model_(X, self._labels(device))
+                    logits = self.model_(X, self._labels(device), views=views)
                 else:
                     logits = self.model_.forward_context(test, context)
             logits = _float(logits[..., :n_classes]) / temperature
@@ -573,7 +590,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         # the hierarchy: row representations once, then the in-context stage per tree node
         with self._autocast(device):
             if context is None:
-                rows = self.model_.represent(X, n_train)
+                rows = self.model_.represent(X, n_train, views=views)
             else:
                 rows = torch.cat((context.rows, self.model_.represent_context(test, context)), 1)
         test = torch.arange(n_train, rows.shape[1], device=device)

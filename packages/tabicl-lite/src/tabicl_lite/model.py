@@ -121,6 +121,9 @@ class Context:
         Per in-context block, the keys and values of the labelled training rows (``None``
         when built with ``keys_values=False``: the in-context stage then runs on the
         cached representations).
+    views : (LongTensor (V,), LongTensor (V, H')) or None
+        The views the context was built with (:meth:`TabICL.forward`); ``B`` above is
+        then ``V`` except for ``stats`` and ``summaries``, which stay per table.
     """
 
     y_train: torch.Tensor
@@ -129,6 +132,7 @@ class Context:
     summaries: list[torch.Tensor]
     rows: torch.Tensor
     keys_values: list[tuple[torch.Tensor, torch.Tensor]] | None
+    views: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def n_train(self) -> int:
@@ -273,6 +277,30 @@ class ICLearning(nn.Module):
         return self.decoder(self.norm(z))
 
 
+def _check_views(views, X: torch.Tensor) -> None:
+    if views is None:
+        return
+    tables, columns = views
+    if tables.ndim != 1 or columns.ndim != 2 or columns.shape[0] != tables.shape[0]:
+        raise ValueError(
+            "views must be (tables (V,), columns (V, H')) index tensors, got shapes "
+            f"{tuple(tables.shape)} and {tuple(columns.shape)}"
+        )
+    for name, index, size in (("tables", tables, X.shape[0]), ("columns", columns, X.shape[2])):
+        if index.dtype != torch.long or (
+            index.numel() and not 0 <= int(index.min()) <= int(index.max()) < size
+        ):
+            raise ValueError(f"views' {name} must be int64 indices in [0, {size}), got {index}")
+
+
+def _select(emb: torch.Tensor, views) -> torch.Tensor:
+    """Embeddings ``(B, T, H, E)`` of the tables -> ``(V, T, H', E)`` of the views."""
+    if views is None:
+        return emb
+    tables, columns = views
+    return emb[tables[:, None], :, columns].transpose(1, 2)  # (V, H', T, E) -> (V, T, H', E)
+
+
 class TabICL(nn.Module, PretrainedModelMixin):
     """TabICL (Qu et al., ICML 2025): a tabular foundation model for in-context learning.
 
@@ -312,6 +340,8 @@ class TabICL(nn.Module, PretrainedModelMixin):
         X: torch.Tensor,
         y_train: torch.Tensor,
         n_classes: torch.Tensor | int | None = None,
+        *,
+        views: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """Logits of the test rows.
 
@@ -320,26 +350,41 @@ class TabICL(nn.Module, PretrainedModelMixin):
         X : Tensor, shape (B, T, H)
             Training rows first, then test rows; NaN marks a missing value.
         y_train : LongTensor, shape (B, n_train)
-            Labels in ``[0, max_classes)``.
+            Labels in ``[0, max_classes)`` (one row per view with ``views``).
         n_classes : int or LongTensor of shape (B,), optional
             Classes per table; logits of absent classes are set to ``-inf``.
+        views : (LongTensor (V,), LongTensor (V, H')), optional
+            ``(tables, columns)``: the batch is ``V`` views, view ``v`` being columns
+            ``columns[v]`` of table ``tables[v]`` of ``X``, as an ensemble of feature orders
+            needs. Columns are embedded independently of each other, so each table's
+            columns are embedded once and shared by its views: the same logits as
+            ``forward(stacked views)``, for a fraction of the column stage's cost.
 
         Returns
         -------
-        Tensor, shape (B, T - n_train, max_classes)
+        Tensor, shape (B or V, T - n_train, max_classes)
         """
         n_train = y_train.shape[1]
-        if y_train.ndim != 2 or X.ndim != 3 or X.shape[0] != y_train.shape[0]:
+        batch = X.shape[0] if views is None else views[0].shape[0]
+        if y_train.ndim != 2 or X.ndim != 3 or batch != y_train.shape[0]:
             raise ValueError(
-                f"X must be (B, T, H) and y_train (B, n_train); got {tuple(X.shape)} and "
-                f"{tuple(y_train.shape)}"
+                f"X must be (B, T, H) and y_train (B, n_train) (B = the number of views with "
+                f"views=); got {tuple(X.shape)} and {tuple(y_train.shape)}"
             )
         if not 0 < n_train < X.shape[1]:
             raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
-        return self._mask(self.icl(self.represent(X, n_train), y_train), n_classes)
+        rows = self.represent(X, n_train, views=views)
+        return self._mask(self.icl(rows, y_train), n_classes)
 
-    def represent(self, X: torch.Tensor, n_train: int) -> torch.Tensor:
-        """Row representations: the column and row stages, ``(B, T, H) -> (B, T, icl_dim)``.
+    def represent(
+        self,
+        X: torch.Tensor,
+        n_train: int,
+        *,
+        views: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """Row representations: the column and row stages, ``(B, T, H) -> (B, T, icl_dim)``
+        (``(V, T, icl_dim)`` with ``views``, as in :meth:`forward`).
 
         The in-context stage (``self.icl(rows, y_train)``) can then run on any subset of
         the rows, as the class hierarchy does, without embedding the columns again.
@@ -348,17 +393,23 @@ class TabICL(nn.Module, PretrainedModelMixin):
             raise ValueError(f"X must be (B, T, H), got shape {tuple(X.shape)}")
         if not 0 < n_train <= X.shape[1]:
             raise ValueError(f"need 0 < n_train <= T rows, got n_train={n_train}, T={X.shape[1]}")
+        _check_views(views, X)
         stats = _column_stats(X[:, :n_train]) if self.config.standardize else None
         X = self._input(X, stats)
-        per_cols, per_rows = self._chunks(X)
+        per_cols, _ = self._chunks(X)
         h = X.shape[2]
         emb = torch.cat(
             [self.col(X[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
         )
-        return self._rows(emb, per_rows)
+        return self._rows(_select(emb, views))
 
     def context(
-        self, X_train: torch.Tensor, y_train: torch.Tensor, *, keys_values: bool = True
+        self,
+        X_train: torch.Tensor,
+        y_train: torch.Tensor,
+        *,
+        keys_values: bool = True,
+        views: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> Context:
         """Run the training rows through the network once and keep what test rows need.
 
@@ -371,6 +422,9 @@ class TabICL(nn.Module, PretrainedModelMixin):
             icl_dim`` numbers per table): later test rows then cost only their own
             stages. ``False`` keeps only the training rows' representations (``icl_dim``
             per row) and re-runs the in-context stage on them for every call.
+        views : (LongTensor (V,), LongTensor (V, H')), optional
+            Views of the tables as in :meth:`forward`; ``y_train`` is then ``(V,
+            n_train)`` and later test rows are given as the same tables.
 
         Returns
         -------
@@ -378,34 +432,36 @@ class TabICL(nn.Module, PretrainedModelMixin):
             For :meth:`forward_context`; its results equal :meth:`forward` on the
             training rows followed by the test rows (to float rounding).
         """
-        if X_train.ndim != 3 or y_train.ndim != 2 or X_train.shape[:2] != y_train.shape:
+        batch = X_train.shape[0] if views is None else views[0].shape[0]
+        if X_train.ndim != 3 or y_train.ndim != 2 or (batch, X_train.shape[1]) != y_train.shape:
             raise ValueError(
-                "X_train must be (B, n_train, H) and y_train (B, n_train); got "
-                f"{tuple(X_train.shape)} and {tuple(y_train.shape)}"
+                "X_train must be (B, n_train, H) and y_train (B, n_train) (B = the number of "
+                f"views with views=); got {tuple(X_train.shape)} and {tuple(y_train.shape)}"
             )
         if X_train.shape[1] < 1:
             raise ValueError("X_train has no rows; the context needs at least one")
+        _check_views(views, X_train)
         stats = _column_stats(X_train) if self.config.standardize else None
         X = self._input(X_train, stats)
-        per_cols, per_rows = self._chunks(X)
+        per_cols, _ = self._chunks(X)
         parts = [self.col.context(X[..., j : j + per_cols]) for j in range(0, X.shape[2], per_cols)]
         emb = torch.cat([emb for emb, _ in parts], dim=2)
         summaries = [torch.cat(block, dim=1) for block in zip(*(s for _, s in parts), strict=True)]
-        rows = self._rows(emb, per_rows)
+        rows = self._rows(_select(emb, views))
         cache = self.icl.context(rows, y_train) if keys_values else None
-        return Context(y_train, X.shape[2], stats, summaries, rows, cache)
+        return Context(y_train, X.shape[2], stats, summaries, rows, cache, views)
 
     def represent_context(self, X: torch.Tensor, context: Context) -> torch.Tensor:
         """Representations ``(B, T, icl_dim)`` of rows ``X`` (B, T, H) given the training
         rows' :class:`Context`: what :meth:`represent` gives them beside those rows."""
-        b, h = context.rows.shape[0], context.n_features
+        b, h = context.summaries[0].shape[0], context.n_features
         if X.ndim != 3 or X.shape[0] != b or X.shape[2] != h:
             raise ValueError(
                 f"X must be (B, T, H) = ({b}, T, {h}) like the context's training rows, got "
                 f"shape {tuple(X.shape)}"
             )
         X = self._input(X, context.stats)
-        per_cols, per_rows = self._chunks(X)
+        per_cols, _ = self._chunks(X)
         emb = torch.cat(
             [
                 self.col.embed(
@@ -415,7 +471,7 @@ class TabICL(nn.Module, PretrainedModelMixin):
             ],
             dim=2,
         )
-        return self._rows(emb, per_rows)
+        return self._rows(_select(emb, context.views))
 
     def forward_context(
         self,
@@ -454,11 +510,13 @@ class TabICL(nn.Module, PretrainedModelMixin):
 
     def _chunks(self, X: torch.Tensor) -> tuple[int, int]:
         """Columns and rows per chunk of the column and row stages (``chunk_cells``)."""
-        b, t, h = X.shape
+        b, t, h = X.shape[:3]
         cells = self.chunk_cells if not torch.is_grad_enabled() else b * t * h
         return max(1, cells // (b * t)), max(1, cells // (b * h))
 
-    def _rows(self, emb: torch.Tensor, per_rows: int) -> torch.Tensor:
+    def _rows(self, emb: torch.Tensor) -> torch.Tensor:
+        """The row stage of embeddings ``(B, T, H, E)``, in chunks of rows."""
+        _, per_rows = self._chunks(emb)
         t = emb.shape[1]
         return torch.cat([self.row(emb[:, i : i + per_rows]) for i in range(0, t, per_rows)], dim=1)
 
