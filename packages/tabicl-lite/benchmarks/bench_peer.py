@@ -16,7 +16,7 @@ forward autocasts to bfloat16 unless told not to, on CPU too (turned off here, a
 official classifier does on CPU); the same torch threads (pinned, noted).
 
 1. Network forward, one table, 20 features, 500 test rows, n_train in {1K, 10K, 50K}
-   (``--smoke``: 100, 200): ours vs the official module. The max difference of the class
+   (``--smoke``: 100, 200, and 100 test rows): ours vs the official module. The max difference of the class
    probabilities is recorded beside the times.
 2. Classifier end to end (``fit`` + ``predict_proba``, 500 test rows, official
    preprocessing on both sides, the same number of members: 8 at 1K and 10K, 1 at 50K,
@@ -114,8 +114,8 @@ def _table(n_train: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.nda
     return X, np.searchsorted(classes, y).clip(0, classes.size - 1)
 
 
-def _forward_case(official: Official, theirs, ours, n_train: int, repeats: int):
-    X, y = _table(n_train, N_TEST)
+def _forward_case(official: Official, theirs, ours, n_train: int, n_test: int, repeats: int):
+    X, y = _table(n_train, n_test)
     X = torch.from_numpy(np.nan_to_num(X)).float().unsqueeze(0)
     y_train = torch.from_numpy(y[:n_train]).unsqueeze(0)
 
@@ -142,8 +142,10 @@ def _forward_case(official: Official, theirs, ours, n_train: int, repeats: int):
     )
 
 
-def _classifier_case(official: Official, ckpt: Path, n_train: int, members: int, repeats: int):
-    X, y = _table(n_train, N_TEST, seed=1)
+def _classifier_case(
+    official: Official, ckpt: Path, n_train: int, n_test: int, members: int, repeats: int
+):
+    X, y = _table(n_train, n_test, seed=1)
     X_train, y_train, X_test = X[:n_train], y[:n_train], X[n_train:]
     out = {}
 
@@ -191,7 +193,7 @@ def _classifier_case(official: Official, ckpt: Path, n_train: int, members: int,
             "HistGradientBoosting": hgb,
         },
         reference=names["official"],
-        label=f"fit+predict_proba, n_train={n_train}, {N_TEST} test rows",
+        label=f"fit+predict_proba, n_train={n_train}, {n_test} test rows",
         size=n_train,
         repeats=repeats,
         warmup=1 if 1000 <= n_train < 50_000 else 0,
@@ -216,7 +218,7 @@ def run(smoke: bool = False) -> BenchReport:
     threads = torch.get_num_threads()
     torch.set_num_threads(threads)  # pinned for the whole run, both sides
     sizes = (100, 200) if smoke else (1000, 10_000, 50_000)
-    repeats = 1 if smoke else 5
+    repeats, n_test = (1, 100) if smoke else (5, N_TEST)
     theirs = official.random_network()
     comparisons = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -224,13 +226,13 @@ def run(smoke: bool = False) -> BenchReport:
         torch.save({"config": official.config, "state_dict": theirs.state_dict()}, ckpt)
         ours = from_official_checkpoint(ckpt)
         for n in sizes:
-            comparisons.append(_forward_case(official, theirs, ours, n, repeats))
+            comparisons.append(_forward_case(official, theirs, ours, n, n_test, repeats))
         for n in sizes[:1] if smoke else sizes:
             members = 2 if smoke else 8 if n < 50_000 else 1
-            comparisons.append(_classifier_case(official, ckpt, n, members, repeats))
+            comparisons.append(_classifier_case(official, ckpt, n, n_test, members, repeats))
     notes = [
         f"official: tabicl {official.version}; torch threads {threads}; float32 both sides",
-        f"forward rows: one table, {N_FEATURES} features, {N_TEST} test rows, the same random "
+        f"forward rows: one table, {N_FEATURES} features, {n_test} test rows, the same random "
         "weights (official checkpoint converted); ratio to the official network",
         "fit+predict rows: official preprocessing on both sides, same checkpoint and members; "
         "ratio to the official classifier",
