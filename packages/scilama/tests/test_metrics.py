@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 from sklearn.metrics import silhouette_samples
 
-from scilama.metrics import _entropy_matched_weights, batch_asw, ilisi, label_scores, lisi
+from scilama.metrics import (
+    _entropy_matched_weights,
+    batch_asw,
+    graph_connectivity,
+    ilisi,
+    label_scores,
+    lisi,
+)
 
 
 def _blobs(n=60, k=3, spread=0.05, seed=0):
@@ -73,3 +80,19 @@ def test_metric_inputs_are_checked():
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="embedding must be finite"):
         label_scores(bad, y)
+
+
+def test_graph_connectivity_is_the_largest_component_fraction_per_label():
+    """Oracle: label 0 in one blob, label 1 split into two far-apart blobs of 40 cells
+    (more than n_neighbors, so the kNN graph never bridges them): (1 + 0.5) / 2."""
+    rng = np.random.default_rng(0)
+    blob = lambda centre, n: rng.normal(size=(n, 3)) * 0.1 + centre  # noqa: E731
+    X = np.vstack([blob(0.0, 80), blob(50.0, 40), blob(-50.0, 40)])
+    labels = np.repeat([0, 1, 1], [80, 40, 40])
+    assert graph_connectivity(X, labels, n_neighbors=10) == pytest.approx(0.75)
+    joined = np.vstack([blob(0.0, 80), blob(50.0, 80)])  # label 1 in one blob
+    assert graph_connectivity(joined, labels, n_neighbors=10) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="one entry per cell"):
+        graph_connectivity(X, labels[:-1])
+    with pytest.raises(ValueError, match="n_neighbors"):
+        graph_connectivity(X, labels, n_neighbors=0)

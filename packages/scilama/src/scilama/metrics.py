@@ -1,5 +1,5 @@
 """Representation metrics of the scIB family: label conservation (ARI / NMI of KMeans and
-Leiden clusters, silhouette) and batch mixing (batch ASW, iLISI).
+Leiden clusters, silhouette) and batch mixing (batch ASW, iLISI, graph connectivity).
 
 Definitions follow scib-metrics (Luecken et al., 2022) where it has them; scikit-learn
 computes ARI, NMI and the silhouette.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.sparse.csgraph import connected_components
 from sklearn.cluster import KMeans
 from sklearn.metrics import (
     adjusted_rand_score,
@@ -17,7 +18,7 @@ from sklearn.metrics import (
     silhouette_samples,
     silhouette_score,
 )
-from sklearn.neighbors import NearestNeighbors
+from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
 from icml25_core import as_float_array, check_choice, check_scalar
 
@@ -162,3 +163,22 @@ def ilisi(X: Any, batches: Any, *, perplexity: float = 30.0) -> float:
     """iLISI as scIB scales it: ``(median LISI - 1) / (n_batches - 1)``, in [0, 1]."""
     n_batches = len(np.unique(np.asarray(batches)))
     return float((np.median(lisi(X, batches, perplexity=perplexity)) - 1) / (n_batches - 1))
+
+
+def graph_connectivity(X: Any, labels: Any, *, n_neighbors: int = 15) -> float:
+    """scIB's graph connectivity: on the ``n_neighbors`` nearest-neighbour graph of ``X``
+    (n, d) (euclidean, symmetrised), the fraction of each label's cells that lie in the
+    largest connected component of the subgraph of that label's cells, averaged over
+    labels. 1 = every cell type forms one connected piece after integration; a cell type
+    split by batch into two separate pieces of equal size scores 0.5."""
+    X = _embedding(X)
+    y = _labels(labels, len(X), "labels")
+    check_scalar(n_neighbors, "n_neighbors", low=1, high=len(X) - 1, integer=True)
+    graph = kneighbors_graph(X, n_neighbors, include_self=False)
+    graph = graph.maximum(graph.T).tocsr()
+    scores = []
+    for label in np.unique(y):
+        rows = np.flatnonzero(y == label)
+        _, component = connected_components(graph[rows][:, rows], directed=False)
+        scores.append(np.bincount(component).max() / len(rows))
+    return float(np.mean(scores))
