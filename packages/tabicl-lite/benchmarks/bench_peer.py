@@ -32,6 +32,7 @@ Run: ``icml25 bench tabicl-lite`` (or ``--smoke``).
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import tempfile
 from pathlib import Path
@@ -91,19 +92,21 @@ class Official:
         self.fp32.update_from_dict({k: {"use_amp": False} for k in sections})
 
     def random_network(self, seed: int = 0):
-        """Random non-zero weights: the official initialises output projections at zero,
-        which would make every row's prediction the same."""
+        """Random non-zero weights (the official initialises output projections at zero,
+        which would make every row's prediction the same), drawn by the same function as
+        the tests' official reference: ``tests/official/make_v1_reference.randomize``."""
         torch.manual_seed(seed)
         net = self.network(**self.config)
-        with torch.no_grad():
-            for name, p in net.named_parameters():
-                if "rope" in name:  # fixed frequencies, not learned
-                    continue
-                if p.ndim == 1 and ("norm" in name or "ln" in name):
-                    p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
-                else:
-                    p.copy_(torch.randn_like(p) * p.shape[-1] ** -0.5)
+        _reference_script().randomize(net, seed=None)
         return net.eval()
+
+
+def _reference_script():
+    path = Path(__file__).parents[1] / "tests" / "official" / "make_v1_reference.py"
+    spec = importlib.util.spec_from_file_location("make_v1_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _table(n_train: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
