@@ -3,16 +3,14 @@
 Measured on seed 0 (KMeans NMI against bulk_labels): PCA 0.612, beta-VAE 0.627, scVI
 0.627, sciLaMA with text embeddings 0.635, with random embeddings 0.637, without
 embeddings 0.624. Over the 3 quick seeds the claim did not hold either (README: text
-0.613, random 0.614, none 0.616). On the simulated batch, iLISI: PCA 0.034, beta-VAE
-0.011, scVI 0.706, sciLaMA (text) 0.000. About four minutes on one core (ten fits, scVI's
-import among them).
+0.613, random 0.614, none 0.616). Six fits, scVI's import among them (the batch block
+moved to ``pbmc-batch`` in 0.2, test_claim_batch.py).
 """
 
 import pytest
 
 from icml25_core import mean_metric, run_experiment
 from scilama.experiments import (
-    BATCH,
     MARGIN,
     NONE,
     PBMC_REPRESENTATION,
@@ -50,17 +48,6 @@ def test_every_model_learns_the_cell_types(result):
 
 
 @pytest.mark.claim
-def test_batch_mixing(result):
-    pca = _m(result, "iLISI", PCA + BATCH)
-    scvi = _m(result, "iLISI", SCVI + BATCH)
-    assert scvi >= pca + 0.3  # measured 0.706 vs 0.034
-    # the batch covariate alone does not mix the batches in sciLaMA's latent (measured
-    # 0.000; 0.007-0.081 on the other seeds): far below scVI
-    assert _m(result, "iLISI", TEXT + BATCH) <= scvi - 0.3
-    assert _m(result, "NMI", TEXT + BATCH) >= 0.5  # labels kept (measured 0.570)
-
-
-@pytest.mark.claim
 def test_the_verdict_and_figure(result):
-    assert all(n in result.verdict.summary for n in (RANDOM, NONE, "iLISI"))
+    assert all(n in result.verdict.summary for n in (RANDOM, NONE, PCA, SCVI))
     assert result.figures

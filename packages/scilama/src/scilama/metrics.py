@@ -1,5 +1,6 @@
 """Representation metrics of the scIB family: label conservation (ARI / NMI of KMeans and
-Leiden clusters, silhouette) and batch mixing (batch ASW, iLISI, graph connectivity).
+Leiden clusters, silhouette) and batch mixing (batch ASW, iLISI, graph connectivity), and
+their aggregate (:func:`integration_scores`).
 
 Definitions follow scib-metrics (Luecken et al., 2022) where it has them; scikit-learn
 computes ARI, NMI and the silhouette.
@@ -89,10 +90,13 @@ def label_scores(
     }
 
 
-def silhouette(X: Any, labels: Any) -> float:
-    """Mean silhouette width of ``labels`` in ``X`` (euclidean), in [-1, 1]."""
+def silhouette(X: Any, labels: Any, *, rescale: bool = False) -> float:
+    """Mean silhouette width of ``labels`` in ``X`` (euclidean), in [-1, 1]; with
+    ``rescale=True`` scIB's cell-type ASW ``(s + 1) / 2``, in [0, 1] (scib-metrics'
+    ``silhouette_label``)."""
     X = _embedding(X)
-    return float(silhouette_score(X, _labels(labels, len(X), "labels")))
+    s = float(silhouette_score(X, _labels(labels, len(X), "labels")))
+    return (s + 1.0) / 2.0 if rescale else s
 
 
 def batch_asw(X: Any, batches: Any, labels: Any) -> float:
@@ -116,12 +120,12 @@ def batch_asw(X: Any, batches: Any, labels: Any) -> float:
     return float(np.mean(scores))
 
 
-def _entropy_matched_weights(d2: np.ndarray, perplexity: float, tol: float = 1e-5) -> np.ndarray:
-    """Gaussian weights per row of squared distances, each row's precision found by
-    bisection so the weights' entropy is ``log(perplexity)`` (as LISI / t-SNE)."""
+def _entropy_matched_weights(d: np.ndarray, perplexity: float, tol: float = 1e-5) -> np.ndarray:
+    """Weights ``exp(-beta_i d_ij)`` per row of distances ``d`` (n, k), normalised, each
+    row's ``beta_i`` found by bisection so the weights' entropy is ``log(perplexity)``."""
     target = np.log(perplexity)
-    out = np.empty_like(d2)
-    for i, row in enumerate(d2):
+    out = np.empty_like(d)
+    for i, row in enumerate(d):
         row = row - row.min()
         lo, hi, beta = 0.0, np.inf, 1.0
         for _ in range(64):
@@ -140,9 +144,11 @@ def _entropy_matched_weights(d2: np.ndarray, perplexity: float, tol: float = 1e-
 
 def lisi(X: Any, batches: Any, *, perplexity: float = 30.0) -> np.ndarray:
     """Local inverse Simpson's index of ``batches`` per cell (Korsunsky et al., 2019):
-    the effective number of batches among a cell's ``3 * perplexity`` nearest neighbours,
-    weighted by a Gaussian kernel of perplexity ``perplexity``. 1 = one batch around the
-    cell; the number of batches = perfectly mixed. Returns (n,)."""
+    the effective number of batches among a cell's ``3 * perplexity`` nearest neighbours
+    (the cell itself excluded), weighted by ``exp(-beta d)`` of their euclidean distances
+    ``d`` with ``beta`` matched to the perplexity (as Harmony's ``compute_lisi`` and
+    scib-metrics' ``lisi_knn``). 1 = one batch around the cell; the number of batches =
+    perfectly mixed. Returns (n,)."""
     X = _embedding(X)
     b = _labels(batches, len(X), "batches")
     check_scalar(perplexity, "perplexity", low=1)
@@ -151,8 +157,8 @@ def lisi(X: Any, batches: Any, *, perplexity: float = 30.0) -> np.ndarray:
         raise ValueError("lisi needs at least 2 cells")
     perplexity = min(perplexity, k / 3) if k < 3 * perplexity else perplexity
     dist, idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
-    d2, idx = dist[:, 1:] ** 2, idx[:, 1:]  # drop the cell itself
-    P = _entropy_matched_weights(d2, perplexity)
+    dist, idx = dist[:, 1:], idx[:, 1:]  # drop the cell itself
+    P = _entropy_matched_weights(dist, perplexity)
     codes = np.unique(b, return_inverse=True)[1]
     mass = np.zeros((len(X), codes.max() + 1))
     np.add.at(mass, (np.repeat(np.arange(len(X)), k), codes[idx].ravel()), P.ravel())
@@ -165,20 +171,65 @@ def ilisi(X: Any, batches: Any, *, perplexity: float = 30.0) -> float:
     return float((np.median(lisi(X, batches, perplexity=perplexity)) - 1) / (n_batches - 1))
 
 
-def graph_connectivity(X: Any, labels: Any, *, n_neighbors: int = 15) -> float:
+def graph_connectivity(
+    X: Any, labels: Any, *, n_neighbors: int = 15, connection: str = "strong"
+) -> float:
     """scIB's graph connectivity: on the ``n_neighbors`` nearest-neighbour graph of ``X``
-    (n, d) (euclidean, symmetrised), the fraction of each label's cells that lie in the
-    largest connected component of the subgraph of that label's cells, averaged over
-    labels. 1 = every cell type forms one connected piece after integration; a cell type
-    split by batch into two separate pieces of equal size scores 0.5."""
+    (n, d) (euclidean, the cell itself not counted), the fraction of each label's cells
+    that lie in the largest connected component of the subgraph of that label's cells,
+    averaged over labels. 1 = every cell type forms one connected piece after
+    integration; a cell type split by batch into two separate pieces of equal size scores
+    0.5.
+
+    ``connection="strong"`` (default) takes strongly connected components of the directed
+    kNN graph, as scib-metrics' ``graph_connectivity``; ``"weak"`` the components of the
+    symmetrised graph, as the original scIB on scanpy's (symmetric) neighbour graph. Strong
+    components are finer, so ``"strong"`` scores at most ``"weak"``.
+    """
     X = _embedding(X)
     y = _labels(labels, len(X), "labels")
     check_scalar(n_neighbors, "n_neighbors", low=1, high=len(X) - 1, integer=True)
-    graph = kneighbors_graph(X, n_neighbors, include_self=False)
-    graph = graph.maximum(graph.T).tocsr()
+    check_choice(connection, "connection", ("strong", "weak"))
+    graph = kneighbors_graph(X, n_neighbors, include_self=False).tocsr()
     scores = []
     for label in np.unique(y):
         rows = np.flatnonzero(y == label)
-        _, component = connected_components(graph[rows][:, rows], directed=False)
+        _, component = connected_components(
+            graph[rows][:, rows], directed=True, connection=connection
+        )
         scores.append(np.bincount(component).max() / len(rows))
     return float(np.mean(scores))
+
+
+def integration_scores(
+    X: Any,
+    labels: Any,
+    batches: Any,
+    *,
+    n_neighbors: int = 15,
+    perplexity: float = 30.0,
+    seed: int = 0,
+) -> dict[str, float]:
+    """scIB's integration table for one embedding ``X`` (n, d), every score in [0, 1],
+    higher better.
+
+    Label conservation: ``ARI`` and ``NMI`` of KMeans clusters (as many as labels), the
+    cell-type ASW ``cASW`` (:func:`silhouette`, rescaled). Batch correction: ``bASW``
+    (:func:`batch_asw`), ``iLISI`` (:func:`ilisi`), ``GC`` (:func:`graph_connectivity`).
+    Aggregates as Luecken et al. (2022): ``bio`` and ``batch`` the means of their three
+    scores, ``overall = 0.6 bio + 0.4 batch``.
+    """
+    X = _embedding(X)
+    km = label_scores(X, labels, method="kmeans", seed=seed)
+    out = {
+        "ARI": km["ARI"],
+        "NMI": km["NMI"],
+        "cASW": silhouette(X, labels, rescale=True),
+        "bASW": batch_asw(X, batches, labels),
+        "iLISI": ilisi(X, batches, perplexity=perplexity),
+        "GC": graph_connectivity(X, labels, n_neighbors=n_neighbors),
+    }
+    out["bio"] = float(np.mean([out["ARI"], out["NMI"], out["cASW"]]))
+    out["batch"] = float(np.mean([out["bASW"], out["iLISI"], out["GC"]]))
+    out["overall"] = 0.6 * out["bio"] + 0.4 * out["batch"]
+    return out
