@@ -7,7 +7,14 @@ import sys
 import numpy as np
 import pytest
 
-from icml25_core import build_once, check_array, check_choice, check_scalar, select_device
+from icml25_core import (
+    as_generator,
+    build_once,
+    check_array,
+    check_choice,
+    check_scalar,
+    select_device,
+)
 from icml25_core.environment import environment
 
 
@@ -149,6 +156,20 @@ def test_check_scalar_and_choice():
         check_scalar(True, "flag")
     with pytest.raises(ValueError, match="mode must be one of"):
         check_choice("x", "mode", ["a", "b"])
+
+
+def test_as_generator_checks_the_seed():
+    # same integer, same stream; a Generator is passed through so its stream continues
+    assert as_generator(3).random() == np.random.default_rng(3).random()
+    rng = np.random.default_rng(0)
+    assert as_generator(rng) is rng
+    assert isinstance(as_generator(None), np.random.Generator)
+    assert as_generator(np.int64(5)).random() == np.random.default_rng(5).random()
+    for bad in ("abc", 1.5, True, np.random.RandomState(0)):
+        with pytest.raises(TypeError, match="rng must be None, a non-negative integer"):
+            as_generator(bad, "rng")
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, got -1"):
+        as_generator(-1)
 
 
 def test_track_yields_every_item_in_order():

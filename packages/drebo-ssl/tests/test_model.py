@@ -16,14 +16,18 @@ def test_labels_follow_the_quantile_rule():
     assert thr == np.quantile(y, 0.33, method="nearest") == 10.0
     np.testing.assert_array_equal(labels, (y <= 10.0).astype(int))
     assert labels.sum() == 11
-    # NaN: labelled bad, not part of the quantile
-    labels, thr = quantile_labels(np.array([3.0, np.nan, 1.0, 2.0]), 0.5)
+    # NaN (failed evaluations) with nan="bad": labelled bad, not part of the quantile
+    labels, thr = quantile_labels(np.array([3.0, np.nan, 1.0, 2.0]), 0.5, nan="bad")
     assert thr == 2.0
     np.testing.assert_array_equal(labels, [0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"1 NaN value.*nan='bad'"):  # not silently
+        quantile_labels(np.array([3.0, np.nan, 1.0, 2.0]), 0.5)
     with pytest.raises(ValueError, match="zeta"):
         quantile_labels(y, 1.0)
     with pytest.raises(ValueError, match="finite"):
-        quantile_labels([np.nan], 0.5)
+        quantile_labels([np.nan], 0.5, nan="bad")
+    with pytest.raises(TypeError, match="y must be numeric"):
+        quantile_labels(["1.0", "2.0"], 0.5)
 
 
 def _blobs(n=40, seed=0):

@@ -194,6 +194,8 @@ def test_problems_have_their_known_minima():
         (lambda: DREBOSSL([[0.0], [1.0]]).tell(np.zeros((2, 2)), [1.0, 2.0]), "1 columns"),
         (lambda: DREBOSSL([[0.0], [1.0]]).tell(np.zeros((2, 1)), [1.0]), "rows"),
         (lambda: DREBOSSL([[0.0], [1.0]]).tell(np.zeros((1, 1)), [np.inf]), "inf"),
+        (lambda: DREBOSSL([[0.0], [1.0]]).tell(np.zeros((1, 1)), "1.5"), "y must be numeric"),
+        (lambda: DREBOSSL([[0.0], [1.0]]).tell([["a"]], [1.0]), "X must be numeric"),
         (lambda: DREBOSSL([[0.0], [1.0]]).ask(0), "n must"),
         (lambda: minimize(lambda x: np.inf, [[0.0], [1.0]], n_iter=1), "NaN for a failure"),
         (lambda: minimize(lambda x: "a", [[0.0], [1.0]], n_iter=1), "one real number"),

@@ -51,3 +51,35 @@ def test_torch_zero_marginals_and_reference():
     P_t = sinkhorn(*(torch.tensor(x) for x in (a, b, C)), 0.5, "logistic", R=torch.tensor(R))
     np.testing.assert_allclose(P_t.numpy(), P_np, rtol=1e-9, atol=1e-13)
     assert float(P_t[1].abs().sum()) == 0.0 and float(P_t[0, 0]) == 0.0
+
+
+def test_numpy_marginals_beside_a_torch_cost_follow_the_tensor():
+    a, b, C = problem(8, 6, seed=3)
+    tC = torch.tensor(C, dtype=torch.float32)
+    P = sinkhorn(a, b, tC, 0.5)  # POT itself refuses mixed backends
+    assert isinstance(P, torch.Tensor) and P.dtype == torch.float32
+    torch.testing.assert_close(
+        P, sinkhorn(*(torch.tensor(x, dtype=torch.float32) for x in (a, b, C)), 0.5)
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (
+            lambda C: torch.tensor(C, dtype=torch.bfloat16),
+            TypeError,
+            "M must be float32 or float64, got bfloat16",
+        ),
+        (
+            lambda C: torch.tensor(C, dtype=torch.complex64),
+            TypeError,
+            "M must be a real numeric tensor",
+        ),
+        (lambda C: torch.empty(C.shape, device="meta"), ValueError, "M is a meta tensor"),
+    ],
+)
+def test_tensors_that_cannot_be_solved_are_refused(make, error, match):
+    a, b, C = problem(4, 3, seed=4)
+    with pytest.raises(error, match=match):
+        sinkhorn(torch.tensor(a), torch.tensor(b), make(C), 0.5)

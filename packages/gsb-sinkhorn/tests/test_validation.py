@@ -118,3 +118,59 @@ def test_objectives_refuse_a_nan_plan(fn, args, match):
 
     with pytest.raises(ValueError, match=match):
         getattr(gsb_sinkhorn, fn)(*args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"M": C.astype(complex)}, TypeError, "M must be real, got dtype complex128"),
+        ({"a": A + 0j}, TypeError, "a must be real"),
+        ({"M": np.array([["0", "1"], ["1", "0"]])}, TypeError, "M must be numeric"),
+        ({"a": np.array([True, True])}, TypeError, "a must be numeric"),
+        ({"M": C.astype(np.float16)}, TypeError, "M must be float32 or float64, got float16"),
+    ],
+)
+def test_inputs_a_cast_would_corrupt_are_refused(kwargs, error, match):
+    args = {"a": A, "b": B, "M": C} | kwargs
+    with pytest.raises(error, match=match):
+        sinkhorn(**args)
+
+
+def test_pandas_inputs_are_arrays():
+    pd = pytest.importorskip("pandas")
+    want = sinkhorn(A, B, C, 0.5)
+    got = sinkhorn(pd.Series(A), pd.Series(B), pd.DataFrame(C), 0.5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_divergence_names_ignore_case():
+    from gsb_sinkhorn import get_divergence
+
+    assert get_divergence("KL") is get_divergence("kl")
+    np.testing.assert_array_equal(
+        sinkhorn(A, B, C, 0.5, "Logistic"), sinkhorn(A, B, C, 0.5, "logistic")
+    )
+
+
+def test_dual_objective_checks_the_potentials():
+    from gsb_sinkhorn import dual_objective
+
+    with pytest.raises(ValueError, match=r"f must have shape \(2,\), got \(3,\)"):
+        dual_objective(A, B, C, np.zeros(3), np.zeros(2))
+    with pytest.raises(ValueError, match=r"g must have shape \(2,\)"):
+        dual_objective(A, B, C, np.zeros(2), np.zeros((2, 1)))
+    with pytest.raises(TypeError, match="f must be real"):
+        dual_objective(A, B, C, np.zeros(2, complex), np.zeros(2))
+
+
+@pytest.mark.parametrize(
+    ("seed", "error", "match"),
+    [("abc", TypeError, "seed must be None, a non-negative integer"), (-1, ValueError, "seed")],
+)
+def test_bad_seeds_are_named(seed, error, match):
+    from gsb_sinkhorn import random_contingency_table
+
+    with pytest.raises(error, match=match):
+        random_bipartite_graph([1, 1], [1, 1], seed=seed)
+    with pytest.raises(error, match=match):
+        random_contingency_table([2, 1], [1, 2], seed=seed)

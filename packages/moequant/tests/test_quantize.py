@@ -104,6 +104,9 @@ def test_packed_storage_matches_bits(bits, calibration):
     assert experts.gate_up_q.codes.dtype == torch.uint8
     assert experts.gate_up_q.codes.numel() == 4 * math.ceil(128 * 64 * bits / 8)
     assert experts.down_q.codes.numel() == 4 * math.ceil(64 * 64 * bits / 8)
+    if bits == 4:  # quantizing twice is refused, not an AttributeError deep inside
+        with pytest.raises(ValueError, match="model is already quantized"):
+            quantize(q, calibration, "rtn", bits, 32)
 
 
 def test_bad_input(calibration):
@@ -138,6 +141,11 @@ def test_bad_input(calibration):
     ).eval()
     with pytest.raises(ValueError, match="no MoE adapter"):
         quantize(copy.deepcopy(dense), calibration)
+    # not a language model at all: the adapter error first, then a TypeError naming it
+    with pytest.raises(ValueError, match="no MoE adapter"):
+        quantize(torch.nn.Linear(4, 4), calibration)
+    with pytest.raises(TypeError, match=r"model must be a transformers causal LM.*Linear"):
+        quantize(torch.nn.Linear(4, 4), calibration, allow_dense=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         q = quantize(dense, calibration, "moequant", 4, 32, allow_dense=True)

@@ -43,6 +43,13 @@ def test_shapes_and_types(fitted):
     np.testing.assert_array_equal(fitted.map(x64), fitted.map(x64))
 
 
+def test_repr_of_fresh_and_fitted_models(fitted):
+    # printing a fresh model (a notebook's first cell) must not raise
+    assert repr(OTP()) == "OTP(step=0, not fitted)"
+    assert repr(SemiDualOT()) == "SemiDualOT(step=0, eps=0)"  # its schedule is fixed
+    assert repr(fitted) == f"OTP(step=30, eps={fitted.eps_:.3g})"
+
+
 def test_semidual_is_deterministic_and_has_no_noise(data):
     model = SemiDualOT(**SMALL).fit(*data, n_iter=20, batch_size=32)
     assert model.eps_ == 0.0

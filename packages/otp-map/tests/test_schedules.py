@@ -64,6 +64,9 @@ def test_round_trip(schedule):
         (lambda: LinearSchedule(n_steps=0), "n_steps"),
         (lambda: ConstantSchedule(-1.0), "eps"),
         (lambda: schedule_from_dict({"kind": "nope"}), "kind"),
+        # a saved schedule names every field: a missing one is not silently defaulted
+        (lambda: schedule_from_dict({"kind": "geometric", "start": 1.0}), "missing.*floor"),
+        (lambda: schedule_from_dict({**GeometricSchedule().to_dict(), "rate": 2}), "unknown"),
         (lambda: GeometricSchedule()(-1), "step"),
     ],
 )

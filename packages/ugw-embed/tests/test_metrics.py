@@ -49,3 +49,12 @@ def test_distortion_is_zero_for_similarities():
     R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
     assert distortion(D, 2.5 * X @ R) == pytest.approx(0.0, abs=1e-12)
     assert distortion(D, rng.random((15, 3))) > 0.2
+
+
+def test_an_unknown_metric_is_named():
+    E = np.eye(3)
+    with pytest.raises(ValueError, match=r"metric must be a scipy.*got 'evil'"):
+        foscttm(E, E, metric="evil")
+    with pytest.raises(ValueError, match=r"metric must be a scipy.*got 'evil'"):
+        embedded_wasserstein(E, E, metric="evil")
+    assert foscttm(E, E, metric="cityblock") == 0.0

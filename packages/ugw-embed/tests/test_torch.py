@@ -1,5 +1,7 @@
 """The torch backend gives the NumPy answer (on the best available device)."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -33,3 +35,10 @@ def test_estimator_device_matches_numpy():
     assert isinstance(got.plan1_, np.ndarray)
     np.testing.assert_allclose(got.plan1_, ref.plan1_, rtol=1e-8, atol=1e-14)
     np.testing.assert_allclose(got.embedding2_, ref.embedding2_, rtol=1e-8, atol=1e-12)
+
+
+def test_a_device_without_torch_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    X = np.random.default_rng(2).random((10, 3))
+    with pytest.raises(ImportError, match=r"pip install 'ugw-embed\[torch\]'"):
+        JointEmbedding(device="cuda", grid=5, n_iter=1).fit(X, X)

@@ -36,6 +36,7 @@ from .report import (
 )
 from .validation import (
     as_float_array,
+    as_generator,
     available_memory,
     check_array,
     check_choice,
@@ -59,6 +60,7 @@ __all__ = [
     "__version__",
     "as_float_array",
     "as_float_tensor",
+    "as_generator",
     "available_memory",
     "build_once",
     "cache_dir",

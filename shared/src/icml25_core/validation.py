@@ -129,6 +129,31 @@ def check_scalar(
     return value
 
 
+def as_generator(seed: Any, name: str = "seed") -> np.random.Generator:
+    """``numpy.random.default_rng(seed)`` after checking ``seed``: ``None`` (fresh
+    entropy), a non-negative integer, or a ``numpy.random.Generator`` (returned as is,
+    so a caller's stream continues). Anything else is refused naming ``name``.
+
+    Raises
+    ------
+    TypeError
+        ``seed`` is not None, an integer or a Generator (a string, a float, a bool, a
+        legacy ``RandomState``).
+    ValueError
+        A negative integer.
+    """
+    if seed is None or isinstance(seed, np.random.Generator):
+        return np.random.default_rng(seed)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(
+            f"{name} must be None, a non-negative integer or a numpy.random.Generator, got "
+            f"{type(seed).__name__} {seed!r}"
+        )
+    if seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
 def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
     """Check that ``value`` is one of ``choices`` and return it."""
     options = list(choices)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25_core import check_array, check_memory, check_scalar
+from icml25_core import as_float_array, check_array, check_memory, check_scalar
 
 from .labels import quantile_labels
 
@@ -133,8 +133,8 @@ class AskTellOptimizer:
 
     def tell(self, X, y) -> None:
         """Record evaluations: ``X`` (n, d) or (d,), ``y`` (n,) or a scalar; NaN allowed in y."""
-        X = np.atleast_2d(np.asarray(X, dtype=float))
-        y = np.atleast_1d(np.asarray(y, dtype=float)).ravel()
+        X = np.atleast_2d(as_float_array(X, "X", finite=False))
+        y = np.atleast_1d(as_float_array(y, "y", finite=False)).ravel()
         if X.shape[1] != self.dim:
             raise ValueError(f"X must have {self.dim} columns, got shape {X.shape}")
         if X.shape[0] != y.shape[0]:
@@ -248,7 +248,7 @@ class DensityRatioOptimizer(AskTellOptimizer):
         finite = np.isfinite(self.losses_)
         if np.unique(self.losses_[finite]).size < 2:
             return None
-        labels, self.threshold_ = quantile_labels(self.losses_, self.zeta)
+        labels, self.threshold_ = quantile_labels(self.losses_, self.zeta, nan="bad")
         return labels if 0 < labels.sum() < labels.size else None
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25_core import as_float_array, check_scalar
+from icml25_core import as_float_array, as_generator, check_scalar
 
 from .solver import sinkhorn
 
@@ -177,7 +177,7 @@ def random_bipartite_graph(
         )
         P[np.ix_(fr, fc)] = Q
     P = np.nan_to_num(P, nan=0.0)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     shape = P.shape if size is None else (_check_size(size), *P.shape)
     A = (rng.random(shape) < P).astype(np.uint8)
     if not log:
@@ -252,7 +252,7 @@ def random_contingency_table(
     numpy.ndarray of int64, shape (n, m) or (size, n, m)
     """
     Z = typical_table(row_margins, col_margins, tol=tol)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     # numpy's geometric counts trials up to the first success; minus one has mean (1-p)/p = z
     shape = Z.shape if size is None else (_check_size(size), *Z.shape)
     return rng.geometric(1.0 / (1.0 + Z), size=shape) - 1

@@ -249,11 +249,12 @@ PRESETS: dict[str, Divergence] = {d.name: d for d in (KL, LOGISTIC, CONTINGENCY)
 
 
 def get_divergence(divergence: str | Divergence) -> Divergence:
-    """A preset by name (``"kl"``, ``"logistic"``, ``"contingency"``) or the given one."""
+    """A preset by name (``"kl"``, ``"logistic"``, ``"contingency"``, in any case) or the
+    given one."""
     if isinstance(divergence, Divergence):
         return divergence
-    if isinstance(divergence, str) and divergence in PRESETS:
-        return PRESETS[divergence]
+    if isinstance(divergence, str) and divergence.lower() in PRESETS:
+        return PRESETS[divergence.lower()]  # "KL" as well as "kl"
     raise ValueError(
         f"divergence must be one of {sorted(PRESETS)} or a Divergence instance, got {divergence!r}"
     )

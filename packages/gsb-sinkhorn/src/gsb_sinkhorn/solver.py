@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 from ot.backend import get_backend
-from ot.utils import list_to_array
 
 from icml25_core import check_array, check_scalar
 
@@ -56,6 +55,57 @@ class ConvergenceWarning(UserWarning):
 
 def _is_numpy(x: Any) -> bool:
     return isinstance(x, np.ndarray)
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _inputs(names: tuple[str, ...], *xs: Any, like: Any = None) -> list[Any]:
+    """The arrays ``xs`` (named ``names`` in errors) in one backend.
+
+    Lists and pandas DataFrames / Series become NumPy arrays; NumPy arrays beside a torch
+    tensor (or beside ``like``) become tensors on its device, floats in its float dtype,
+    as a POT user mixing them means. Refused, naming the argument: non-numeric, boolean
+    or complex values (a cast would drop the imaginary part), half precision (float16,
+    bfloat16: the log-domain updates need float32 at least) and meta tensors (no data).
+    ``None`` passes through.
+    """
+    out: list[Any] = []
+    for name, x in zip(names, xs, strict=True):
+        if x is None:
+            out.append(None)
+            continue
+        if not _is_torch(x) and not _is_numpy(x):
+            x = np.asarray(x.to_numpy() if hasattr(x, "to_numpy") else x)  # pandas, lists
+        dtype = str(x.dtype).replace("torch.", "")
+        if _is_torch(x):
+            if x.is_complex() or dtype == "bool":
+                raise TypeError(f"{name} must be a real numeric tensor, got dtype {x.dtype}")
+            if x.device.type == "meta":
+                raise ValueError(f"{name} is a meta tensor (it holds no data)")
+        elif x.dtype.kind not in "iuf":
+            kind = "real" if x.dtype.kind == "c" else "numeric"
+            raise TypeError(f"{name} must be {kind}, got dtype {x.dtype}")
+        if dtype in ("float16", "bfloat16"):
+            raise TypeError(
+                f"{name} must be float32 or float64, got {dtype}: the log-domain Sinkhorn "
+                "updates lose the marginals in half precision"
+            )
+        out.append(x)
+    tensors = [x for x in (*out, like) if x is not None and _is_torch(x)]
+    if tensors and any(_is_numpy(x) for x in out):
+        import torch
+
+        ref = next((t for t in tensors if t.is_floating_point()), tensors[0])
+        floating = ref.dtype if ref.is_floating_point() else torch.float64
+        out = [
+            torch.as_tensor(x, device=ref.device, dtype=floating if x.dtype.kind == "f" else None)
+            if _is_numpy(x)
+            else x
+            for x in out
+        ]
+    return out
 
 
 def _index(idx: np.ndarray, like: Any, nx: Any) -> Any:
@@ -375,8 +425,7 @@ def sinkhorn(
             f"follow POT, sinkhorn(a, b, M, reg, divergence), e.g. sinkhorn(a, b, M, 0.1, {reg!r})"
         )
     C, tol, max_iter = M, stopThr, numItermax
-    a, b, C = (_as_float(x) for x in list_to_array(a, b, C))
-    R = None if R is None else _as_float(list_to_array(R))
+    a, b, C, R = (_as_float(x) for x in _inputs(("a", "b", "M", "R"), a, b, C, R))
     div = get_divergence(divergence)
     _validate(a, b, C, R, reg, tol, max_iter, div, names=("M", "stopThr", "numItermax"))
     nx = get_backend(a, b, C) if R is None else get_backend(a, b, C, R)
@@ -394,7 +443,7 @@ def sinkhorn(
         a_s, b_s, C_s, R_s = a, b, C, R
     _check_support(a_s, b_s, R_s, div, nx)
 
-    start = None if warmstart is None else _warmstart(warmstart, ri, ci, n, m, reg, nx)
+    start = None if warmstart is None else _warmstart(warmstart, ri, ci, n, m, reg, nx, a)
     K_s = C_s / reg
     u, v, residuals, converged = _iterate(a_s, b_s, K_s, R_s, div, tol, max_iter, nx, start)
     plan_s = _plan(u, v, K_s, R_s, div, nx)
@@ -431,11 +480,11 @@ def sinkhorn(
     }
 
 
-def _warmstart(warmstart, ri, ci, n, m, reg, nx):
+def _warmstart(warmstart, ri, ci, n, m, reg, nx, reg_like=None):
     """Scaled starting potentials on the support of the marginals."""
     if not isinstance(warmstart, tuple | list) or len(warmstart) != 2:
         raise ValueError("warmstart must be a pair (f, g) of potentials")
-    f, g = list_to_array(*warmstart)
+    f, g = _inputs(("warmstart[0]", "warmstart[1]"), *warmstart, like=reg_like)
     check_array(f, "warmstart[0]", shape=(n,), finite=False)
     check_array(g, "warmstart[1]", shape=(m,), finite=False)
     f, g = f[_index(ri, f, nx)], g[_index(ci, g, nx)]
@@ -556,7 +605,7 @@ def marginal_error(plan: Any, a: Any, b: Any, norm: float = 1) -> float:
     norm : float
         The vector norm's order (1, 2 or ``inf``).
     """
-    plan, a, b = list_to_array(plan, a, b)
+    plan, a, b = _inputs(("plan", "a", "b"), plan, a, b)
     check_array(plan, "plan", ndim=2)
     check_array(a, "a", shape=(plan.shape[0],))
     check_array(b, "b", shape=(plan.shape[1],))
@@ -585,7 +634,15 @@ def dual_objective(
     ``-inf`` potentials (zero marginals) contribute nothing. Outside the divergence's
     domain the objective is ``-inf``.
     """
-    a, b, C, f, g = list_to_array(a, b, C, f, g)
+    a, b, C, f, g, R = _inputs(("a", "b", "C", "f", "g", "R"), a, b, C, f, g, R)
+    check_array(C, "C", ndim=2)
+    n, m = (int(s) for s in C.shape)
+    check_array(a, "a", shape=(n,))
+    check_array(b, "b", shape=(m,))
+    check_array(f, "f", shape=(n,), finite=False)
+    check_array(g, "g", shape=(m,), finite=False)
+    if R is not None:
+        check_array(R, "R", shape=(n, m), nonnegative=True)
     div = get_divergence(divergence)
     if div.conjugate is None:
         raise ValueError(
@@ -604,7 +661,6 @@ def dual_objective(
         return -math.inf
     conj = div.conjugate(t)
     if R is not None:
-        R = list_to_array(R)
         R_s = _submatrix(R, ri, ci, nx)
         conj = nx.where(R_s > 0, R_s * conj, nx.zeros(conj.shape, type_as=conj))
     return float(nx.sum(a_s * f_s) + nx.sum(b_s * g_s) - reg * nx.sum(conj))
@@ -617,7 +673,7 @@ def primal_objective(
 
     Entries with :math:`R_{ij} = 0` must have :math:`\pi_{ij} = 0` and contribute nothing.
     """
-    plan, C = list_to_array(plan, C)
+    plan, C, R = _inputs(("plan", "C", "R"), plan, C, R)
     check_array(plan, "plan", ndim=2, nonnegative=True)
     check_array(C, "C", shape=tuple(plan.shape))
     div = get_divergence(divergence)
@@ -628,7 +684,6 @@ def primal_objective(
     if R is None:
         ent = nx.sum(div.phi(plan))
     else:
-        R = list_to_array(R)
         check_array(R, "R", shape=tuple(plan.shape), nonnegative=True)
         pos = R > 0
         ratio = plan / nx.where(pos, R, nx.ones(R.shape, type_as=R))

@@ -324,14 +324,26 @@ def quantize(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     check_bits(bits)
-    calibration = check_token_ids(_calibration_tensor(calibration), model, "calibration")
+    if any(isinstance(m, (QuantLinear, QuantExperts, QuantRouter)) for m in model.modules()):
+        raise ValueError(
+            "model is already quantized (it holds moequant's packed modules): quantize the "
+            "full-precision model instead"
+        )
     try:
         adapter = adapter_for(model)
     except ValueError:
         if not allow_dense:
             raise
         adapter = MoEAdapter()
-    layers = get(model, adapter.layers)
+    try:
+        layers = get(model, adapter.layers)
+        model.get_input_embeddings()
+    except AttributeError as exc:
+        raise TypeError(
+            "model must be a transformers causal LM with input embeddings and decoder layers "
+            f"at model.{adapter.layers}, got {type(model).__name__} ({exc})"
+        ) from None
+    calibration = check_token_ids(_calibration_tensor(calibration), model, "calibration")
     blocks = [moe_block(adapter, layer) for layer in layers]
     if all(b is None for b in blocks):
         if not allow_dense:

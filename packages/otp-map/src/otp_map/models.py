@@ -615,6 +615,8 @@ class NeuralOT:
         raise NotImplementedError
 
     def __repr__(self) -> str:
+        if getattr(self, "schedule_", self.schedule) is None:
+            return f"{type(self).__name__}(step={self.step_}, not fitted)"
         return f"{type(self).__name__}(step={self.step_}, eps={self.eps_:.3g})"
 
 

@@ -24,6 +24,7 @@ Schedules are plain objects that serialise to a dict (``to_dict`` /
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
@@ -186,5 +187,14 @@ def schedule_from_dict(spec: dict[str, Any]) -> NoiseSchedule:
         raise ValueError(
             f"spec must be a dict with 'kind' one of {sorted(SCHEDULES)}, got {spec!r}"
         )
+    cls = SCHEDULES[spec["kind"]]
+    expected = {f.name for f in dataclasses.fields(cls)}
     fields = {k: v for k, v in spec.items() if k != "kind"}
-    return SCHEDULES[spec["kind"]](**fields)
+    missing, unknown = sorted(expected - set(fields)), sorted(set(fields) - expected)
+    if missing or unknown:
+        raise ValueError(
+            f"spec of a {spec['kind']!r} schedule must have exactly the fields "
+            f"{sorted(expected)} (a saved schedule names them all); missing {missing}, "
+            f"unknown {unknown}"
+        )
+    return cls(**fields)

@@ -13,6 +13,19 @@ from icml25_core import as_float_array, check_array
 __all__ = ["distortion", "embedded_wasserstein", "foscttm"]
 
 
+def _cdist(A: np.ndarray, B: np.ndarray, metric: Any) -> np.ndarray:
+    """SciPy's ``cdist``, an unknown metric name refused naming ``metric``."""
+    try:
+        return cdist(A, B, metric=metric)
+    except ValueError as exc:
+        if not isinstance(metric, str):
+            raise
+        raise ValueError(
+            "metric must be a scipy.spatial.distance.cdist metric such as 'euclidean', "
+            f"'sqeuclidean', 'cosine' or 'cityblock', got {metric!r} ({exc})"
+        ) from None
+
+
 def foscttm(E1: Any, E2: Any, metric: str = "euclidean") -> float:
     """Fraction Of Samples Closer Than the True Match, averaged over both directions.
 
@@ -32,7 +45,7 @@ def foscttm(E1: Any, E2: Any, metric: str = "euclidean") -> float:
     E2 = as_float_array(E2, "E2", shape=E1.shape)
     if E1.shape[0] < 2:
         raise ValueError("E1 and E2 must hold at least 2 matched samples")
-    d = cdist(E1, E2, metric=metric)
+    d = _cdist(E1, E2, metric)
     true = np.diag(d)
     n = d.shape[0]
     # <= counts ties; minus 1 removes the true match itself
@@ -60,7 +73,7 @@ def embedded_wasserstein(
     w2 = np.full(E2.shape[0], 1 / E2.shape[0]) if w2 is None else np.asarray(w2, float) / np.sum(w2)
     check_array(w1, "w1", shape=(E1.shape[0],), nonnegative=True)
     check_array(w2, "w2", shape=(E2.shape[0],), nonnegative=True)
-    return float(np.sqrt(max(ot.emd2(w1, w2, cdist(E1, E2, metric=metric) ** 2), 0.0)))
+    return float(np.sqrt(max(ot.emd2(w1, w2, _cdist(E1, E2, metric) ** 2), 0.0)))
 
 
 def distortion(D: Any, E: Any) -> float:

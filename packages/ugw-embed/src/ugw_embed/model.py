@@ -400,7 +400,13 @@ def _converters(device: str | None):
     """Functions moving NumPy arrays to the compute backend and back."""
     if device is None:
         return (lambda x: x), (lambda x: np.asarray(x))
-    import torch
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"device={device!r} runs the solver in torch, which is not installed: "
+            "pip install 'ugw-embed[torch]' (or device=None for NumPy)"
+        ) from None
 
     dev = select_device(device)
     if dev.startswith("mps") and device == "auto":
