@@ -67,3 +67,9 @@ def test_leading_axes_are_carried():
     logp = tree_log_proba(tree, y, 12, classify)
     assert logp.shape == (4, 5, 12)
     np.testing.assert_allclose(np.exp(logp).sum(-1), 1.0)
+
+
+@pytest.mark.parametrize("n_classes", [0, -3, 1])
+def test_a_tree_needs_two_classes(n_classes):
+    with pytest.raises(ValueError, match="n_classes must be >= 2"):
+        build_tree(n_classes, 10)

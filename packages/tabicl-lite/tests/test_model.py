@@ -51,7 +51,8 @@ def test_changing_a_test_row_leaves_other_test_rows_unchanged(model, table):
 @torch.no_grad()
 def test_absent_classes_get_minus_infinity(model, table):
     X, y = table
-    logits = model(X, y % 3, n_classes=torch.tensor([3, 2]))
+    labels = torch.stack([y[0] % 3, y[1] % 2])  # each table's labels within its classes
+    logits = model(X, labels, n_classes=torch.tensor([3, 2]))
     assert torch.isinf(logits[0, :, 3:]).all() and torch.isfinite(logits[0, :, :3]).all()
     assert torch.isinf(logits[1, :, 2:]).all() and torch.isfinite(logits[1, :, :2]).all()
 
@@ -138,6 +139,46 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         TabICL.from_pretrained(tmp_path)
     with pytest.raises(ValueError, match="row_heads"):
         TabICLConfig(embed_dim=12, row_heads=4)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "match"),
+    [
+        ("col_heads", 0, ValueError, "col_heads must be >= 1"),
+        ("icl_blocks", -1, ValueError, "icl_blocks must be >= 1"),
+        ("clip_z", -1.0, ValueError, "clip_z must be > 0"),
+        ("max_classes", 1, ValueError, "max_classes must be >= 2"),
+        ("col_heads", 3, ValueError, r"embed_dim \(32\) must be a multiple of col_heads"),
+        ("icl_heads", 3, ValueError, r"icl_dim \(128\) must be a multiple of icl_heads"),
+        ("row_blocks", 2.5, TypeError, "row_blocks must be an integer"),
+        ("standardize", "yes", TypeError, "standardize must be True or False"),
+    ],
+)
+def test_a_config_a_network_cannot_have_is_refused_naming_the_field(field, value, error, match):
+    # also what a hand-edited checkpoint config.json meets on load
+    with pytest.raises(error, match=match):
+        TabICLConfig(**{**TabICLConfig.lite().__dict__, field: value})
+
+
+def test_the_network_called_directly_checks_its_inputs():
+    model = TabICL(TINY).eval()
+    X, y = torch.randn(1, 8, 3), torch.zeros(1, 5, dtype=torch.long)
+    y[0, 0] = 1
+    cases = [
+        (lambda: model(X.double(), y), TypeError, "X must have the model's dtype torch.float32"),
+        (lambda: model(X.masked_fill(X > 1, float("inf")), y), ValueError, "infinite"),
+        (lambda: model(X, y.float()), TypeError, "y_train must hold integer class labels"),
+        (lambda: model(X, y + TINY.max_classes), ValueError, r"y_train must hold labels in \[0"),
+        (lambda: model(X, y - 2), ValueError, r"y_train must hold labels in \[0"),
+        (lambda: model(X, y, n_classes=1), ValueError, r"n_classes must be integers in \[2"),
+        (lambda: model(X, y + 1, n_classes=2), ValueError, "labels in"),  # label 2 of 2
+        (lambda: model(X, y, n_classes=TINY.max_classes + 1), ValueError, "n_classes"),
+    ]
+    for call, error, match in cases:
+        with pytest.raises(error, match=match):
+            call()
+    with torch.no_grad():  # NaN is a missing value when the model standardises
+        assert torch.isfinite(model(X.masked_fill(X > 1, float("nan")), y, 2)[..., :2]).all()
 
 
 @torch.no_grad()

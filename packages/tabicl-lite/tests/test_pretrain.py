@@ -69,6 +69,11 @@ def test_cli_runs_and_refuses_resume_without_checkpoint(tmp_path):
         pretrain(tmp_path / "missing", "smoke", resume=True)
     with pytest.raises(ValueError, match="curriculum"):
         pretrain(tmp_path / "x", "nope")
+    # a second run into the same folder without --resume is refused, files untouched
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "cli").iterdir()}
+    with pytest.raises(FileExistsError, match=r"already holds files.*--resume"):
+        main(["--out", str(tmp_path / "cli"), "--curriculum", "smoke", "--device", "cpu"])
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "cli").iterdir()} == before
 
 
 def test_two_process_torchrun_on_cpu(tmp_path):

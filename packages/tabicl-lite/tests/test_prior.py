@@ -57,6 +57,13 @@ def test_prior_depends_on_its_inputs():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="n_classes"):
         sample_table(np.random.default_rng(0), 10, 2, 1)
+    with pytest.raises(TypeError, match="rng must be None, a non-negative integer"):
+        sample_table("abc", 10, 2, 2)
+    # an integer seeds a new stream, as numpy.random.default_rng does
+    X0, y0 = sample_table(0, 30, 3, 2)
+    X1, y1 = sample_table(np.random.default_rng(0), 30, 3, 2)
+    np.testing.assert_array_equal(X0, X1)
+    np.testing.assert_array_equal(y0, y1)
     with pytest.raises(ValueError, match="n_train"):
         sample_batch(np.random.default_rng(0), 2, 10, 2, n_train=10)
     with pytest.raises(ValueError, match="p_mlp"):

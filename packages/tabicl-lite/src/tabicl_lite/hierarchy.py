@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from icml25_core import check_scalar
+
 MAX_DEPTH = 3
 
 
@@ -37,6 +39,8 @@ def build_tree(n_classes: int, max_classes: int) -> Node:
     ValueError
         If ``n_classes`` needs more than :data:`MAX_DEPTH` levels (``max_classes ** 3``).
     """
+    check_scalar(n_classes, "n_classes", low=2, integer=True)
+    check_scalar(max_classes, "max_classes", low=2, integer=True)
     if n_classes > max_classes**MAX_DEPTH:
         raise ValueError(
             f"y has {n_classes} classes; the hierarchy supports at most max_classes ** "

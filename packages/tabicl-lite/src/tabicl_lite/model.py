@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from icml25_core import check_scalar
 from icml25_core.hub import PretrainedModelMixin
 
 from .layers import Block, InducedSetBlock, RotaryEmbedding
@@ -61,11 +62,31 @@ class TabICLConfig:
         )
 
     def __post_init__(self):
-        for name in ("max_classes", "embed_dim", "n_inducing", "n_cls", "ff_factor"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_classes < 2:
-            raise ValueError(f"max_classes must be >= 2, got {self.max_classes}")
+        # every size, so a hand-edited checkpoint config fails here, naming the field
+        for name in (
+            "embed_dim",
+            "col_blocks",
+            "col_heads",
+            "n_inducing",
+            "row_blocks",
+            "row_heads",
+            "n_cls",
+            "icl_blocks",
+            "icl_heads",
+            "ff_factor",
+        ):
+            check_scalar(getattr(self, name), name, low=1, integer=True)
+        check_scalar(self.max_classes, "max_classes", low=2, integer=True)
+        check_scalar(self.rope_base, "rope_base", low=0.0, low_inclusive=False)
+        check_scalar(self.clip_z, "clip_z", low=0.0, low_inclusive=False)
+        if not isinstance(self.standardize, bool):
+            raise TypeError(f"standardize must be True or False, got {self.standardize!r}")
+        for dim, heads in (("embed_dim", "col_heads"), ("icl_dim", "icl_heads")):
+            if getattr(self, dim) % getattr(self, heads):
+                raise ValueError(
+                    f"{dim} ({getattr(self, dim)}) must be a multiple of {heads} "
+                    f"({getattr(self, heads)})"
+                )
         if self.embed_dim % self.row_heads or (self.embed_dim // self.row_heads) % 2:
             raise ValueError(
                 "embed_dim / row_heads must be an even integer (rotary embedding), got "
@@ -373,8 +394,33 @@ class TabICL(nn.Module, PretrainedModelMixin):
             )
         if not 0 < n_train < X.shape[1]:
             raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
+        self._check_labels(y_train, n_classes)
         rows = self.represent(X, n_train, views=views)
         return self._mask(self.icl(rows, y_train), n_classes)
+
+    def _check_labels(self, y_train: torch.Tensor, n_classes) -> None:
+        """``y_train`` integer labels in ``[0, n_classes)``, ``n_classes`` in
+        ``[2, max_classes]`` (per table, or ``max_classes`` when not given)."""
+        top = self.config.max_classes
+        if (
+            y_train.dtype.is_floating_point
+            or y_train.dtype.is_complex
+            or y_train.dtype == torch.bool
+        ):
+            raise TypeError(f"y_train must hold integer class labels, got dtype {y_train.dtype}")
+        k = torch.as_tensor(top if n_classes is None else n_classes, device=y_train.device)
+        if k.dtype.is_floating_point or int(k.min()) < 2 or int(k.max()) > top:
+            raise ValueError(
+                f"n_classes must be integers in [2, max_classes={top}], got {n_classes!r}"
+            )
+        if y_train.numel() and (
+            int(y_train.min()) < 0 or bool((y_train >= k.reshape(-1, 1)).any())
+        ):
+            shown = k.tolist() if n_classes is not None else top
+            raise ValueError(
+                f"y_train must hold labels in [0, n_classes) (n_classes {shown}), got "
+                f"{int(y_train.min())}..{int(y_train.max())}"
+            )
 
     def represent(
         self,
@@ -498,7 +544,16 @@ class TabICL(nn.Module, PretrainedModelMixin):
 
     def _input(self, X: torch.Tensor, stats) -> torch.Tensor:
         """``X`` standardised with the training rows' ``stats`` (``config.standardize``),
-        else checked for missing values."""
+        else checked for missing values; refused when infinite or not in the weights'
+        floating dtype."""
+        dtype = self.col.inp.weight.dtype
+        if X.dtype != dtype:
+            raise TypeError(
+                f"X must have the model's dtype {dtype}, got {X.dtype} (X.to({dtype}), or "
+                "TabICLClassifier, which converts tables)"
+            )
+        if torch.isinf(X).any():
+            raise ValueError("X has infinite values; NaN marks a missing value, inf is refused")
         if self.config.standardize:
             return _scale(X, *stats, self.config.clip_z)
         if torch.isnan(X).any():

@@ -215,6 +215,11 @@ def pretrain(
         model_config = TabICLConfig(**state["config"])
         step, wall_before = int(state["step"]), float(state["wall_s"])
     else:
+        if out.is_dir() and any(out.iterdir()):
+            raise FileExistsError(
+                f"out {str(out)!r} already holds files (an earlier run?): pass resume=True "
+                "(--resume) to continue it, or choose a new folder; nothing was overwritten"
+            )
         model_config = model_config or TabICLConfig.lite()
         state = None
         if rank == 0:

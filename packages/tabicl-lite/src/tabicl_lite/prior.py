@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.ensemble import ExtraTreesRegressor
 
+from icml25_core import as_generator
+
 ACTIVATIONS = {
     "tanh": np.tanh,
     "relu": lambda z: np.maximum(z, 0.0),
@@ -134,7 +136,7 @@ def _categorize(rng: np.random.Generator, col: np.ndarray, max_categories: int) 
 
 
 def sample_table(
-    rng: np.random.Generator,
+    rng: np.random.Generator | int,
     n_rows: int,
     n_features: int,
     n_classes: int,
@@ -144,7 +146,8 @@ def sample_table(
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
+        The random stream (continued), or a seed for a new one.
     n_rows, n_features, n_classes : int
     config : PriorConfig, optional
 
@@ -153,6 +156,7 @@ def sample_table(
     X : ndarray, shape (n_rows, n_features), float32 (NaN where missing)
     y : ndarray, shape (n_rows,), int64 in ``[0, n_classes)``
     """
+    rng = as_generator(rng, "rng")
     cfg = config or PriorConfig()
     if n_rows < 2 or n_features < 1 or n_classes < 2:
         raise ValueError(
