@@ -1,5 +1,6 @@
 """Models and trainer: permutation invariance, switches, explanations, OOD drop, I/O."""
 
+import json
 import subprocess
 import sys
 
@@ -172,6 +173,15 @@ def test_checkpoint_refuses_to_overwrite_and_names_bad_files(small, tmp_path):
     with pytest.raises(FileExistsError, match="overwrite=True"):
         trainer.save_checkpoint(tmp_path / "ck")
     trainer.save_checkpoint(tmp_path / "ck", overwrite=True)
+    meta = json.loads((tmp_path / "ck" / "trainer.json").read_text())
+    for edit, match in (
+        ({k: v for k, v in meta.items() if k != "best_epoch"}, r"lacks \['best_epoch'\]"),
+        ({**meta, "best_epoch": "3"}, "'best_epoch' must be an integer or null"),
+        ({**meta, "settings": [1]}, "'settings' must be JSON objects"),
+    ):
+        (tmp_path / "ck" / "trainer.json").write_text(json.dumps(edit))
+        with pytest.raises(ValueError, match=match):
+            Trainer.from_checkpoint(tmp_path / "ck")
     (tmp_path / "ck" / "trainer.json").write_text("{not json")
     with pytest.raises(ValueError, match=r"trainer\.json is corrupt"):
         Trainer.from_checkpoint(tmp_path / "ck")
@@ -197,6 +207,10 @@ def test_local_dataset_round_trip_and_refusal(small, tmp_path):
         load_local_dataset(tmp_path / "evil.pt")
     with pytest.raises(FileNotFoundError):
         load_local_dataset(tmp_path / "missing.pt")
+    for name, content in (("garbage.pt", b"not a torch file"), ("empty.pt", b"")):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError, match=f"{name} is not a readable torch dataset file"):
+            load_local_dataset(tmp_path / name)
 
 
 def test_bad_input(small):
@@ -219,6 +233,55 @@ def test_bad_input(small):
         SpuriousMotif(bias=0.1)
     with pytest.raises(ValueError, match="shift"):
         SpuriousMotif(shift="mild")
+    batch = [Batch.from_data_list(small.train[:4])]  # BatchNorm needs more than one graph
+    with pytest.raises(ValueError, match="train_loader yielded no graphs"):
+        trainer.fit([], batch)
+    with pytest.raises(ValueError, match="val_loader yielded no graphs"):
+        trainer.fit(batch, [])
+    with pytest.raises(TypeError, match=r"train_loader must yield batches.*DataLoader\(graphs"):
+        trainer.fit(small.train[:4], batch)  # a list of Data, not a loader
+    with pytest.raises(ValueError, match="loader yielded no graphs"):
+        trainer.predict([])
+    for penalty in ("irm", "vrex"):
+        model = GNNClassifier(N_FEATURES, 3, hidden=8, penalty=penalty)
+        no_env = [Data(x=h.x, edge_index=h.edge_index, y=h.y) for h in small.train[:4]]
+        with pytest.raises(ValueError, match=f"penalty='{penalty}' needs .*`env`"):
+            Trainer(model, epochs=1).fit([Batch.from_data_list(no_env)], batch)
+        floats = [
+            Data(x=h.x, edge_index=h.edge_index, y=h.y, env=torch.tensor([0.5])) for h in no_env
+        ]
+        with pytest.raises(TypeError, match="env must hold integer environment ids"):
+            Trainer(model, epochs=1).fit([Batch.from_data_list(floats)], batch)
+    with pytest.raises(ValueError, match="lambda_inv must be finite"):
+        NeGo(N_FEATURES, 3, lambda_inv=float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"label": 7}, ValueError, "label must be <= 2"),
+        ({"base": -1}, ValueError, "base must be >= 0"),
+        ({"size": -5}, ValueError, "size must be >= 3"),
+        ({"noise": float("nan")}, ValueError, "noise must be finite"),
+        ({"noise": -0.1}, ValueError, "noise must be >= 0"),
+    ],
+)
+def test_make_graph_checks_its_arguments(kwargs, error, match):
+    from nego_graph.datasets import make_graph
+
+    args = {"label": 0, "base": 0, "size": 10, "noise": 0.1, "rng": np.random.default_rng(0)}
+    with pytest.raises(error, match=match):
+        make_graph(**(args | kwargs))
+
+
+def test_huge_datasets_are_refused_before_building(monkeypatch):
+    with pytest.raises(ValueError, match="base_size=10000000 gives base graphs of up to"):
+        SpuriousMotif(base_size=10**7)  # hung building the graphs before
+    import icml25_core.validation as validation
+
+    monkeypatch.setattr(validation, "available_memory", lambda device="cpu": 10**6)
+    with pytest.raises(ValueError, match=r"num_graphs \* base_size: this request needs"):
+        SpuriousMotif(num_graphs=3000)
 
 
 @pytest.mark.parametrize("model", [GNNClassifier, GSAT, NeGo], ids=lambda m: m.__name__)

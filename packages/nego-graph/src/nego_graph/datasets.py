@@ -26,7 +26,7 @@ import networkx as nx
 import numpy as np
 import torch
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import as_generator, check_choice, check_memory, check_scalar
 
 from ._compat import quiet_pyg_import
 
@@ -40,6 +40,11 @@ N_RAW = 4
 WALK_LENGTH = 8
 N_FEATURES = N_RAW + WALK_LENGTH
 NOISE = 0.1
+# refusals before a request runs for hours: the largest base graph networkx builds here,
+# and the bytes a generated node costs (features, positional encoding, about 3 edges each
+# way with their ground truth, networkx's transient objects), for the memory estimate
+MAX_BASE_NODES = 100_000
+BYTES_PER_NODE = 1024
 
 
 _RWPE = AddRandomWalkPE(walk_length=WALK_LENGTH, attr_name=None)  # appended to x
@@ -63,6 +68,10 @@ def _base(name: str, size: int, rng: np.random.Generator) -> nx.Graph:
 
 def make_graph(label: int, base: int, size: int, noise: float, rng: np.random.Generator) -> Data:
     """One graph: base ``BASES[base]`` of about ``size`` nodes plus motif ``MOTIFS[label]``."""
+    check_scalar(label, "label", low=0, high=len(MOTIFS) - 1, integer=True)
+    check_scalar(base, "base", low=0, high=len(BASES) - 1, integer=True)
+    check_scalar(size, "size", low=3, high=MAX_BASE_NODES, integer=True)
+    check_scalar(noise, "noise", low=0.0)  # finite, non-negative
     g = nx.convert_node_labels_to_integers(_base(BASES[base], size, rng))
     m = nx.convert_node_labels_to_integers(_motif(MOTIFS[label]), first_label=g.number_of_nodes())
     anchor = int(rng.integers(g.number_of_nodes()))
@@ -128,9 +137,22 @@ class SpuriousMotif:
         check_choice(self.shift, "shift", ("standard", "severe"))
         check_scalar(self.num_graphs, "num_graphs", low=3, integer=True)
         check_scalar(self.base_size, "base_size", low=5, integer=True)
-        rng = np.random.default_rng(self.seed)
+        rng = as_generator(self.seed)
         severe = self.shift == "severe"
         n_eval = max(3, self.num_graphs // 4)
+        largest = (2 if severe else 1) * self.base_size + 2
+        if largest > MAX_BASE_NODES:
+            raise ValueError(
+                f"base_size={self.base_size} gives base graphs of up to {largest} nodes; "
+                f"the generator builds each in networkx, so at most {MAX_BASE_NODES} are "
+                "supported"
+            )
+        nodes = (self.num_graphs + n_eval) * (self.base_size + 7) + n_eval * (largest + 5)
+        check_memory(
+            nodes * BYTES_PER_NODE,
+            "num_graphs * base_size",
+            what=f"{self.num_graphs + 2 * n_eval} graphs of about {self.base_size} nodes",
+        )
         self.train = self._split(self.num_graphs, self.bias, self.base_size, NOISE, rng)
         self.val = self._split(n_eval, self.bias, self.base_size, NOISE, rng)
         self.test = self._split(
@@ -179,10 +201,14 @@ def load_local_dataset(path) -> list[Data]:
     try:
         out = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
+        if "global" not in str(err).lower():  # no class to allow: not a torch file at all
+            raise ValueError(f"{path} is not a readable torch dataset file: {err}") from None
         raise ValueError(
             f"{path} holds objects beyond tensors and PyG data classes; refusing to unpickle "
             "it. Re-save it with InMemoryDataset.save in a trusted session."
         ) from err
+    except (RuntimeError, EOFError, OSError, ValueError) as err:  # truncated, not a zip
+        raise ValueError(f"{path} is not a readable torch dataset file: {err}") from None
     if not isinstance(out, tuple) or len(out) not in (2, 3):
         raise ValueError(f"{path} is not an InMemoryDataset file (data, slices[, class])")
     data, slices = out[0], out[1]

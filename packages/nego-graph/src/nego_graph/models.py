@@ -112,7 +112,8 @@ class GNNClassifier(nn.Module, PretrainedModelMixin):
         losses = F.cross_entropy(logits, y, reduction="none")
         parts = {"task": losses.mean()}
         if self.penalty is not None:
-            env = F.one_hot(batch.env.view(-1), int(batch.env.max()) + 1).float()
+            ids = _environments(batch, self.penalty)
+            env = F.one_hot(ids, int(ids.max()) + 1).float()
             if self.penalty == "vrex":
                 parts["penalty"] = _risk_variance(losses, env)
             else:
@@ -127,6 +128,22 @@ class GNNClassifier(nn.Module, PretrainedModelMixin):
                 parts["penalty"] = pen
         total = parts["task"] + self.penalty_weight * parts.get("penalty", 0.0)
         return total, parts
+
+
+def _environments(batch, penalty: str) -> torch.Tensor:
+    """``batch.env`` as non-negative integer ids (B,); refused naming what is missing."""
+    env = getattr(batch, "env", None)
+    if env is None:
+        raise ValueError(
+            f"penalty={penalty!r} needs each graph's training environment in `env` "
+            "(an integer per graph); these graphs have none"
+        )
+    if env.dtype.is_floating_point or env.dtype == torch.bool or env.is_complex():
+        raise TypeError(f"env must hold integer environment ids, got dtype {env.dtype}")
+    env = env.view(-1).long()
+    if env.numel() != batch.num_graphs or bool((env < 0).any()):
+        raise ValueError("env must hold one non-negative integer environment id per graph")
+    return env
 
 
 class SubgraphModel(nn.Module, PretrainedModelMixin):
@@ -245,6 +262,13 @@ class NeGo(SubgraphModel):
         )
         hidden = self.hidden
         check_scalar(n_envs, "n_envs", low=2, integer=True)
+        for name, value in (
+            ("lambda_inv", lambda_inv),
+            ("lambda_neg", lambda_neg),
+            ("lambda_info", lambda_info),
+            ("lambda_bal", lambda_bal),
+        ):
+            check_scalar(value, name, low=0.0)  # finite and non-negative (NaN refused)
         self.prompts = nn.Parameter(torch.randn(n_envs, hidden) / math.sqrt(hidden))
         self.query = nn.Linear(2 * hidden, hidden)
         self.label_head = mlp([hidden, hidden, n_classes])

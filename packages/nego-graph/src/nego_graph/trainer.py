@@ -79,7 +79,7 @@ class Trainer:
             for epoch in range(1, self.epochs + 1):
                 self.model.train()
                 total, count = 0.0, 0
-                for batch in train_loader:
+                for batch in _check_loader(train_loader, "train_loader"):
                     batch = self._check(batch)
                     logits, aux = self.model(batch)
                     loss, _ = self.model.loss(batch, logits, aux)
@@ -93,7 +93,9 @@ class Trainer:
                     opt.step()
                     total += float(loss.detach()) * batch.num_graphs
                     count += batch.num_graphs
-                acc = self.accuracy(val_loader)
+                if count == 0:
+                    raise ValueError("train_loader yielded no graphs")
+                acc = self.accuracy(val_loader, name="val_loader")
                 for k, v in zip(self.history_, (epoch, total / count, acc), strict=True):
                     self.history_[k].append(v)
                 if acc > best:
@@ -117,17 +119,22 @@ class Trainer:
     def predict(self, loader) -> torch.Tensor:
         """Class probabilities ``(n_graphs, n_classes)`` for every graph of ``loader``."""
         self.model.eval()
-        out = [torch.softmax(self.model(self._check(b))[0], 1) for b in loader]
+        loader = _check_loader(loader, "loader")
+        out = [torch.softmax(self.model(self._check(b, need_y=False))[0], 1) for b in loader]
+        if not out:
+            raise ValueError("loader yielded no graphs")
         return torch.cat(out).cpu()
 
     @torch.no_grad()
-    def accuracy(self, loader) -> float:
+    def accuracy(self, loader, *, name: str = "loader") -> float:
         self.model.eval()
         right = total = 0
-        for b in loader:
+        for b in _check_loader(loader, name):
             b = self._check(b)
             right += int((self.model(b)[0].argmax(1) == b.y.view(-1)).sum())
             total += b.num_graphs
+        if total == 0:
+            raise ValueError(f"{name} yielded no graphs")
         return right / total
 
     def _check(self, batch, need_y: bool = True):
@@ -212,8 +219,19 @@ class Trainer:
             model_cls = MODEL_CLASSES[meta["model_class"]]
         except (json.JSONDecodeError, KeyError, TypeError) as err:
             raise ValueError(f"{meta_path} is corrupt or names no known model: {err!r}") from None
+        missing = sorted({"history", "best_epoch", "settings"} - set(meta))
+        if missing:
+            raise ValueError(
+                f"{meta_path} lacks {missing}: not a trainer.json written by save_checkpoint"
+            )
+        if not isinstance(meta["history"], dict | list) or not isinstance(meta["settings"], dict):
+            raise ValueError(f"{meta_path}: 'history' and 'settings' must be JSON objects")
+        if meta["best_epoch"] is not None and (
+            isinstance(meta["best_epoch"], bool) or not isinstance(meta["best_epoch"], int)
+        ):
+            raise ValueError(f"{meta_path}: 'best_epoch' must be an integer or null")
         model = model_cls.from_pretrained(path)
-        trainer = cls(model, device=device, progress=progress, **meta.get("settings", {}))
+        trainer = cls(model, device=device, progress=progress, **meta["settings"])
         trainer.history_ = meta["history"]
         trainer.best_epoch_ = meta["best_epoch"]
         if meta.get("best_val_acc") is not None:
@@ -229,6 +247,23 @@ def _check_graph(g: Data, need_y: bool = True) -> Data:
     if g.x is None:
         raise ValueError("graph must have node features x")
     return g
+
+
+def _check_loader(loader, name: str):
+    """A loader of PyG batches: a list of ``Data`` (or one ``Data``) is refused with how to
+    wrap it, since iterating it yields single graphs, not batches."""
+
+    def graph(x):
+        return isinstance(x, Data) and not isinstance(x, Batch)
+
+    if isinstance(loader, Data) or (
+        isinstance(loader, list | tuple) and loader and graph(loader[0])
+    ):
+        raise TypeError(
+            f"{name} must yield batches (torch_geometric.loader.DataLoader), got a "
+            f"{type(loader).__name__} of Data: wrap it, DataLoader(graphs, batch_size=32)"
+        )
+    return loader
 
 
 def _check_batch(b, need_y: bool = True):
