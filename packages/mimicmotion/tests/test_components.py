@@ -71,6 +71,7 @@ def test_one_window_fusion_equals_a_single_pass_and_constants_survive():
         (32, 16, 0, "tile_overlap"),
         (8, 16, 4, "num_frames"),
         (16, 1, 0, "tile_size"),
+        (10**8, 16, 4, r"num_frames \(100000000\) is above 1000000"),  # hung before
     ],
 )
 def test_bad_tiling(n, tile, overlap, message):

@@ -81,3 +81,25 @@ def test_components_need_no_torchvision_and_say_nothing():
     code = "from mimicmotion.components import tiny_components; tiny_components(0)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "requires torchvision" not in proc.stderr
+
+
+class _Evil:
+    pass
+
+
+def test_corrupt_or_foreign_checkpoints_are_named(tmp_path):
+    from mimicmotion.convert import read_checkpoint
+
+    (tmp_path / "garbage.pth").write_bytes(b"not a checkpoint")
+    (tmp_path / "garbage.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{bad")
+    torch.save([torch.zeros(2)], tmp_path / "list.pth")
+    torch.save(_Evil(), tmp_path / "evil.pth")
+    cases = [
+        ("garbage.pth", "garbage.pth is not a readable torch checkpoint"),
+        ("garbage.safetensors", "garbage.safetensors is not a readable safetensors file"),
+        ("list.pth", r"list.pth does not hold a state dict \(names -> tensors\)"),
+        ("evil.pth", "evil.pth holds objects beyond tensors; refusing to unpickle"),
+    ]
+    for name, match in cases:
+        with pytest.raises(ValueError, match=match):
+            read_checkpoint(tmp_path / name)

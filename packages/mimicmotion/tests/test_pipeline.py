@@ -180,3 +180,30 @@ def test_a_resolution_that_cannot_fit_is_refused_with_the_estimate(components, i
         pipe(image, poses, num_inference_steps=2, output_type="np", tile_size=8)
     monkeypatch.setattr(icml25_core.validation, "available_memory", lambda device="cpu": 2**40)
     assert _run(pipe, image, poses, tile_size=8).shape[:2] == (1, 12)
+
+
+def test_references_and_poses_the_pipeline_cannot_use_are_refused(components, inputs):
+    from PIL import Image
+
+    pipe = MimicMotionPipeline(**components)
+    image, poses = inputs
+    floats = torch.from_numpy(poses).permute(0, 3, 1, 2).float() / 127.5 - 1.0
+    nan_poses = floats.clone()
+    nan_poses[3, 0, 0, 0] = float("nan")
+    cases = [
+        (image * 255, ValueError, r"image must be in \[0, 1\].*divide by 255"),
+        (image.repeat(2, 1, 1, 1), ValueError, r"one RGB image \(1, 3, H, W\)"),
+        (image[:, :1], ValueError, r"one RGB image \(1, 3, H, W\)"),
+        ("reference.png", TypeError, "image must be a PIL.Image or a"),
+        (Image.new("L", (64, 64)), ValueError, "RGB image, got mode 'L'"),
+    ]
+    for bad, error, match in cases:
+        with pytest.raises(error, match=match):
+            _run(pipe, bad, poses, tile_size=8)
+    for bad, error, match in [
+        ((floats + 1) * 127.5, ValueError, r"float pose_frames must be in \[-1, 1\]"),
+        (nan_poses, ValueError, "pose_frames must be finite"),
+        (poses[:0], ValueError, "pose_frames has no frames"),
+    ]:
+        with pytest.raises(error, match=match):
+            _run(pipe, image, bad, tile_size=8)

@@ -92,6 +92,11 @@ def test_training_step_runs_on_cpu_and_trains_posenet_and_unet():
     ]
     assert all(np.isfinite(losses))
     assert not torch.equal(before, pose_net.final_proj.weight)  # zero init is trainable
+    with torch.no_grad():  # a diverged network: the step names the learning rate
+        for p in unet.parameters():
+            p.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match=r"denoised latents .* lower lr"):
+        training_step(unet, pose_net, latents, ref, embeds, ids, poses, opt)
 
 
 def test_write_video(tmp_path):
@@ -114,3 +119,45 @@ def test_mp4_without_its_extra_says_what_to_install(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"pip install 'mimicmotion\[mp4\]'"):
         write_video(np.zeros((2, 8, 8, 3)), tmp_path / "v.mp4")
     assert not (tmp_path / "v.mp4").exists()
+
+
+def test_videos_and_renders_that_cannot_be_written_are_refused(tmp_path):
+    frames = np.random.default_rng(0).random((4, 16, 16, 3))
+    nan = frames.copy()
+    nan[1, 2, 3, 0] = np.nan
+    cases = [
+        (lambda: write_video(frames, tmp_path / "a.gif", fps=0), "fps must be > 0"),
+        (lambda: write_video([], tmp_path / "b.gif"), "frames is empty"),
+        (lambda: write_video(nan, tmp_path / "c.gif"), "finite"),
+        (lambda: write_video(frames.transpose(0, 3, 1, 2), tmp_path / "d.gif"), r"permute"),
+        (lambda: write_video([frames[0], frames[1, :8]], tmp_path / "e.gif"), "one shape"),
+        (lambda: render(_poses(), 0, 16), "height must be >= 1"),
+        (lambda: render(_poses(), -8, 16), "height must be >= 1"),
+    ]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+def test_pose_sequences_need_frames_and_arrays():
+    poses = _poses(frames=2)
+    as_lists = PoseSequence(
+        poses.body.tolist(),
+        poses.body_scores,
+        poses.hands,
+        poses.hand_scores,
+        poses.face,
+        poses.face_scores,
+    )
+    np.testing.assert_array_equal(as_lists.body, poses.body)
+    fields = ("body", "body_scores", "hands", "hand_scores", "face", "face_scores")
+    empty = [np.zeros((0, *getattr(poses, f).shape[1:])) for f in fields]
+    with pytest.raises(ValueError, match="at least one frame"):
+        PoseSequence(*empty)
+
+
+def test_regional_loss_refuses_a_nan_prediction():
+    target = torch.zeros(1, 2, 4, 8, 8)
+    with pytest.raises(ValueError, match="pred must be finite"):
+        regional_loss(target * float("nan"), target)

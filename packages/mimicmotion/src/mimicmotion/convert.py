@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import torch
 from diffusers import AutoencoderKLTemporalDecoder, EulerDiscreteScheduler
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from transformers import CLIPVisionModelWithProjection
 
@@ -43,9 +45,27 @@ def read_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
     if path.suffix == ".safetensors":
-        return load_file(path)
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    return state.get("state_dict", state) if isinstance(state, dict) else state
+        try:
+            return load_file(path)
+        except (SafetensorError, OSError) as err:
+            raise ValueError(f"{path} is not a readable safetensors file: {err}") from None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        if "global" in str(err).lower():
+            raise ValueError(
+                f"{path} holds objects beyond tensors; refusing to unpickle it (never done "
+                "for checkpoints): convert it to safetensors in a trusted session"
+            ) from None
+        raise ValueError(f"{path} is not a readable torch checkpoint: {err}") from None
+    except (RuntimeError, EOFError, OSError) as err:  # truncated, not a zip archive
+        raise ValueError(f"{path} is not a readable torch checkpoint: {err}") from None
+    state = state.get("state_dict", state) if isinstance(state, dict) else state
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise ValueError(f"{path} does not hold a state dict (names -> tensors)")
+    return state
 
 
 def load_mimicmotion(

@@ -17,6 +17,8 @@ import torch
 
 from icml25_core import check_scalar
 
+MAX_FRAMES = 1_000_000
+
 
 def check_tiling(num_frames: int, tile_size: int, tile_overlap: int) -> None:
     """Raise a clear ``ValueError`` for an impossible tiling (``TypeError`` for non-integers)."""
@@ -30,8 +32,16 @@ def check_tiling(num_frames: int, tile_size: int, tile_overlap: int) -> None:
             "(a window holds frame 0 and tile_size - 1 new frames, so windows share "
             "tile_overlap - 1 frames besides frame 0)"
         )
+    check_scalar(num_frames, "num_frames", integer=True)
     if num_frames < tile_size:
         raise ValueError(f"num_frames ({num_frames}) must be >= tile_size ({tile_size})")
+    if num_frames > MAX_FRAMES:
+        windows = (num_frames - tile_size) // (tile_size - tile_overlap) + 2
+        raise ValueError(
+            f"num_frames ({num_frames}) is above {MAX_FRAMES} (11 hours at 25 fps): "
+            f"{windows} windows of {tile_size} frames, each denoised at every step; split "
+            "the video"
+        )
 
 
 def windows(num_frames: int, tile_size: int, tile_overlap: int) -> list[list[int]]:

@@ -35,7 +35,52 @@ def check_pose_frames(pose_frames) -> torch.Tensor:
         raise ValueError(f"uint8 pose_frames must be (F, H, W, 3), got {tuple(pose_frames.shape)}")
     if pose_frames.dtype != torch.uint8 and pose_frames.shape[1] != 3:
         raise ValueError(f"float pose_frames must be (F, 3, H, W), got {tuple(pose_frames.shape)}")
+    if pose_frames.shape[0] == 0:
+        raise ValueError("pose_frames has no frames")
+    if pose_frames.dtype != torch.uint8:
+        if not pose_frames.is_floating_point():
+            raise TypeError(
+                f"pose_frames must be uint8 images or floats in [-1, 1], got {pose_frames.dtype}"
+            )
+        if not bool(torch.isfinite(pose_frames).all()):
+            raise ValueError("pose_frames must be finite (no NaN or inf)")
+        low, high = float(pose_frames.min()), float(pose_frames.max())
+        if low < -1.0 - 1e-3 or high > 1.0 + 1e-3:
+            raise ValueError(
+                f"float pose_frames must be in [-1, 1], got values in [{low:.3g}, {high:.3g}] "
+                "(images in [0, 255] go in as uint8 (F, H, W, 3))"
+            )
     return pose_frames
+
+
+def check_reference_image(image):
+    """The reference ``image``: a PIL RGB image, or a tensor ``(1, 3, H, W)`` in ``[0, 1]``;
+    anything else is refused naming ``image``."""
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        if image.mode != "RGB":
+            raise ValueError(
+                f"image must be an RGB image, got mode {image.mode!r}: image.convert('RGB')"
+            )
+        return image
+    if not isinstance(image, torch.Tensor):
+        raise TypeError(
+            "image must be a PIL.Image or a (1, 3, H, W) tensor in [0, 1], got "
+            f"{type(image).__name__} (for a file, PIL.Image.open(path).convert('RGB'))"
+        )
+    check_array(image, "image", ndim=4)
+    if image.shape[0] != 1 or image.shape[1] != 3:
+        raise ValueError(
+            f"image must be one RGB image (1, 3, H, W), got shape {tuple(image.shape)} (the "
+            "pipeline animates one reference image per call)"
+        )
+    low, high = float(image.min()), float(image.max())
+    if low < -1e-3 or high > 1.0 + 1e-3:
+        raise ValueError(
+            f"image must be in [0, 1], got values in [{low:.3g}, {high:.3g}] (divide by 255?)"
+        )
+    return image
 
 
 def pose_tensor(pose_frames) -> torch.Tensor:
@@ -169,8 +214,8 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
                 f"generator must be a torch.Generator or None, got {type(generator).__name__} "
                 "(for a seed, pass torch.Generator().manual_seed(seed))"
             )
-        if isinstance(image, torch.Tensor):
-            check_array(image, "image", ndim=4)  # one path for tensors and PIL: CLIP resizing
+        image = check_reference_image(image)
+        if isinstance(image, torch.Tensor):  # one path for tensors and PIL: CLIP resizing
             image = self.video_processor.numpy_to_pil(self.video_processor.pt_to_numpy(image))[0]
         device = self._execution_device
         cfg = guidance_scale > 1.0

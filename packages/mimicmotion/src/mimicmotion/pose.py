@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw
 
+from icml25_core import check_memory, check_scalar
+
 # COCO-18 limbs (0-based) and the usual OpenPose colours
 BODY_LIMBS = (
     (1, 2),
@@ -85,7 +87,15 @@ class PoseSequence:
     face_scores: np.ndarray
 
     def __post_init__(self):
-        f = self.body.shape[0]
+        body = np.asarray(self.body, dtype=np.float64) if self.body is not None else None
+        if body is None or body.ndim != 3:
+            raise ValueError(
+                f"body must be an array (F, 18, 2), got {type(self.body).__name__} of shape "
+                f"{getattr(body, 'shape', None)}"
+            )
+        f = body.shape[0]
+        if f == 0:
+            raise ValueError("a PoseSequence needs at least one frame (body has 0)")
         expected = {
             "body": (f, 18, 2),
             "body_scores": (f, 18),
@@ -149,6 +159,9 @@ def render(poses: PoseSequence, height: int, width: int, threshold: float = 0.3)
     """All frames, ``(F, height, width, 3)`` uint8: the ``pose_frames`` the pipeline takes."""
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    check_scalar(height, "height", low=1, integer=True)
+    check_scalar(width, "width", low=1, integer=True)
+    check_memory(len(poses) * height * width * 3, "height * width", what=f"{len(poses)} frames")
     return np.stack([render_frame(poses, i, height, width, threshold) for i in range(len(poses))])
 
 

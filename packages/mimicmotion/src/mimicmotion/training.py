@@ -7,6 +7,8 @@ import importlib.util
 import numpy as np
 import torch
 
+from icml25_core import check_array, check_loss, check_scalar
+
 from .pose import PoseSequence
 
 
@@ -58,6 +60,8 @@ def regional_loss(
     """
     if factor < 1:
         raise ValueError(f"factor must be >= 1 (amplification), got {factor}")
+    check_array(pred, "pred")  # finite: a NaN prediction is refused, not averaged
+    check_array(target, "target")
     err = (pred - target) ** 2
     if mask is None:
         return err.mean()
@@ -153,6 +157,12 @@ def training_step(
         pose_images,
         pose_keep,
     )
+    # a diverged network is the learning rate's doing, not a bad input to regional_loss
+    check_loss(
+        denoised.detach().abs().sum(),
+        lr=optimizer.param_groups[0]["lr"],
+        what="denoised latents (their sum)",
+    )
     loss = regional_loss(denoised, latents, mask, factor)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -165,8 +175,22 @@ def write_video(frames, path, fps: int = 7) -> None:
     or ``.mp4`` (mp4 needs the ``imageio-ffmpeg`` package)."""
     import imageio.v3 as iio
 
-    arr = np.stack([np.asarray(f) for f in frames])
+    check_scalar(fps, "fps", low=0.0, low_inclusive=False)
+    frames = [np.asarray(f) for f in frames]
+    if not frames:
+        raise ValueError("frames is empty: nothing to write")
+    shapes = {f.shape for f in frames}
+    if len(shapes) > 1:
+        raise ValueError(f"frames must all have one shape, got {sorted(shapes)}")
+    arr = np.stack(frames)
+    if arr.ndim != 4 or arr.shape[-1] != 3:
+        raise ValueError(
+            f"frames must be (F, H, W, 3) (channels last), got {arr.shape}"
+            + (": frames.permute(0, 2, 3, 1)" if arr.ndim == 4 and arr.shape[1] == 3 else "")
+        )
     if arr.dtype != np.uint8:
+        if arr.dtype.kind != "f" or not np.isfinite(arr).all():
+            raise ValueError("float frames must be finite values in [0, 1] (no NaN or inf)")
         arr = (np.clip(arr, 0, 1) * 255).round().astype(np.uint8)
     path = str(path)
     if path.endswith(".gif"):
