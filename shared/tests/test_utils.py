@@ -1,6 +1,7 @@
 """Device choice, the build-once cache and input validation."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -74,6 +75,46 @@ def test_build_once_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
     path = build_once("model-b", _write)
     assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == ["weights.txt"]
     assert not list(tmp_path.glob(".model-b.building-*")), "stale build folders are removed"
+
+
+_KILLED_BUILD = """
+import sys, time
+from pathlib import Path
+from icml25_core import build_once
+
+def builder(folder):
+    (folder / "part").write_text("half")
+    Path(sys.argv[1]).write_text("building")  # the parent kills us now
+    time.sleep(600)
+
+build_once("model-k", builder)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL needs a POSIX system")
+def test_build_once_killed_mid_build_is_rebuilt_by_the_next_process(tmp_path, monkeypatch):
+    import time
+
+    cache = tmp_path / "c"
+    mark = tmp_path / "mark"
+    env = {**os.environ, "ICML25_CACHE": str(cache)}
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(mark)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert proc.poll() is None, f"the build ended (exit {proc.returncode}) before the kill"
+            assert time.monotonic() < deadline, "the build never started"
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (cache / "model-k").exists(), "a killed build must not look complete"
+    assert list(cache.glob(".model-k.building-*")), "the killed build's folder is left behind"
+    monkeypatch.setenv("ICML25_CACHE", str(cache))
+    path = build_once("model-k", _write, timeout=30)  # the dead process's lock is free
+    assert (path / "weights.txt").read_text() == "trained"
+    assert not list(cache.glob(".model-k.building-*")), "the stale build folder is removed"
 
 
 _SLOW_BUILD = """

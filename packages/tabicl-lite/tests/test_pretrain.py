@@ -100,3 +100,51 @@ def test_two_process_torchrun_on_cpu(tmp_path):
     record = json.loads((out / "record.json").read_text())
     assert record["processes"] == 2 and record["steps"] == 5
     TabICL.from_pretrained(out / "model")
+
+
+_KILLED_SAVE = """
+import sys, time
+from pathlib import Path
+import torch
+from tabicl_lite.pretrain import pretrain
+
+real_save = torch.save
+
+def partial_save(obj, f, *a, **k):  # write half a checkpoint, then wait to be killed
+    Path(f).write_bytes(b"half a checkpoint")
+    Path(sys.argv[2]).write_text("saving")
+    time.sleep(600)
+
+torch.save = partial_save
+pretrain(Path(sys.argv[1]), "smoke", seed=1, resume=True, progress=False, stop_after=4)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs SIGKILL")
+def test_pretraining_killed_while_saving_resumes_from_the_previous_checkpoint(tmp_path):
+    import signal
+    import time
+
+    out, mark = tmp_path / "run", tmp_path / "mark"
+    pretrain(out, "smoke", TINY, seed=1, progress=False, stop_after=2)
+    before = (out / "checkpoint.pt").read_bytes()
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_SAVE, str(out), str(mark)])
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert proc.poll() is None, f"pretraining ended (exit {proc.returncode}) unkilled"
+            assert time.monotonic() < deadline, "pretraining never reached its save"
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    # the half-written file is the temporary one; the step-2 checkpoint is intact
+    assert (out / "checkpoint.pt").read_bytes() == before
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == 2
+    straight = pretrain(tmp_path / "straight", "smoke", TINY, seed=1, progress=False)
+    resumed = pretrain(out, "smoke", seed=1, resume=True, progress=False)
+    for (name, p), q in zip(
+        straight.state_dict().items(), resumed.state_dict().values(), strict=True
+    ):
+        assert torch.equal(p, q), name
