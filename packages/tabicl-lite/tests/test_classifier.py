@@ -180,6 +180,32 @@ def test_bad_input_at_predict_and_bad_parameters(clf, data):
             TabICLClassifier(**{"model_path": clf.model_path, **params}).fit(X, y)
 
 
+def test_long_predictions_show_progress_and_give_the_same_probabilities(
+    tiny_model_path, data, monkeypatch
+):
+    import tabicl_lite.classifier as module
+
+    X, y = data
+    shown = []
+
+    def recording_track(items, description, total=None):
+        shown.append((description, total))
+        return iter(items)
+
+    monkeypatch.setattr(module, "track", recording_track)
+    clf = TabICLClassifier(n_estimators=2, batch_size=4, model_path=tiny_model_path).fit(X, y)
+    auto = clf.predict_proba(X[:40])  # 10 blocks: the bar shows by default
+    assert shown == [("predict 40 rows", 10)]
+    few = clf.predict_proba(X[:36])  # 9 blocks: no bar
+    assert len(shown) == 1
+    np.testing.assert_array_equal(few, auto[:36])
+    quiet = clf.set_params(progress=False).predict_proba(X[:40])
+    assert len(shown) == 1
+    np.testing.assert_array_equal(quiet, auto)
+    clf.set_params(progress=True).predict_proba(X[:4])
+    assert shown[-1] == ("predict 4 rows", 1)
+
+
 def test_dataframe_with_named_categorical_columns(tiny_model_path, data):
     pd = pytest.importorskip("pandas")
     X, y = data

@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from icml25_core import select_device
+from icml25_core import select_device, track
 from icml25_core.hub import CONFIG_NAME, WEIGHTS_NAME
 
 from .convert import from_official_checkpoint
@@ -39,6 +39,8 @@ PREPROCESSING = ("auto", "official", "lite")
 DEFAULT_ESTIMATORS = {"official": 32, "lite": 8}
 #: the official hierarchy floors each member's class probabilities: log(p + 1e-6)
 HIERARCHY_FLOOR = 1e-6
+# blocks of test rows from which predict shows a progress bar (progress=None)
+PROGRESS_BLOCKS = 10
 
 SHIPPED_CHECKPOINT = "lite"
 
@@ -187,6 +189,9 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         ``"cuda"``, ``"mps"`` or ``"cpu"``; the best available by default.
     random_state : int, RandomState or None, default=0
         Seeds the feature orders and class shifts (and the quantile normalisers).
+    progress : bool or None, default=None
+        Show a progress bar over the blocks of test rows at prediction; ``None``: when
+        there are at least 10 blocks (10,240 rows at the default ``batch_size``).
 
     Attributes
     ----------
@@ -221,6 +226,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         "model_path": [str, os.PathLike, None],
         "device": [str, None],
         "random_state": ["random_state"],
+        "progress": ["boolean", None],
     }
 
     def __init__(
@@ -241,6 +247,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         model_path: str | Path | None = None,
         device: str | None = None,
         random_state=0,
+        progress: bool | None = None,
     ):
         self.n_estimators = n_estimators
         self.norm_methods = norm_methods
@@ -257,6 +264,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         self.model_path = model_path
         self.device = device
         self.random_state = random_state
+        self.progress = progress
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -560,6 +568,9 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         Xf, _ = self._encode(X, reset=False)
         blocks = range(0, Xf.shape[0], self.batch_size)
+        show = len(blocks) >= PROGRESS_BLOCKS if self.progress is None else self.progress
+        if show:
+            blocks = track(blocks, f"predict {Xf.shape[0]} rows", total=len(blocks))
         return np.concatenate([self._log_proba_block(Xf[s : s + self.batch_size]) for s in blocks])
 
     @torch.inference_mode()
