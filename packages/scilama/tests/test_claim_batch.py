@@ -11,7 +11,17 @@ not hold (README). Six fits, scVI's import among them.
 import pytest
 
 from icml25_core import mean_metric, run_experiment
-from scilama.experiments import BETA_VAE, NONE, PBMC_BATCH, PCA, RANDOM, SCVI, TEXT
+from scilama.experiments import (
+    BETA_VAE,
+    NONE,
+    PBMC_BATCH,
+    PCA,
+    RANDOM,
+    RANDOM_INPUT,
+    SCVI,
+    TEXT,
+    TEXT_INPUT,
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +57,16 @@ def test_text_gene_modules_recover_fewer_markers(result):
 
 @pytest.mark.claim
 def test_the_scores_are_scib_scores(result):
-    for row in result.rows:
+    cells = [r for r in result.rows if r.method not in (TEXT_INPUT, RANDOM_INPUT)]
+    assert len(cells) == 6  # PCA, scVI, beta-VAE, sciLaMA x 3
+    for row in cells:
         m = row.metrics
         assert all(0.0 <= m[k] <= 1.0 for k in ("cASW", "bASW", "iLISI", "GC", "overall"))
         assert m["overall"] == pytest.approx(0.6 * m["bio"] + 0.4 * m["batch"])
+    # the gene encoders' raw inputs are scored on the modules only
+    for name in (TEXT_INPUT, RANDOM_INPUT):
+        assert {"marker ARI", "marker NMI", "modules"} <= set(
+            next(r for r in result.rows if r.method == name).metrics
+        )
     assert all(n in result.verdict.summary for n in (SCVI, BETA_VAE, PCA, "iLISI", "ARI"))
     assert result.figures
