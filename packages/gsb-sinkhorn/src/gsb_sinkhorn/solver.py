@@ -480,11 +480,12 @@ def sinkhorn(
     }
 
 
-def _warmstart(warmstart, ri, ci, n, m, reg, nx, reg_like=None):
-    """Scaled starting potentials on the support of the marginals."""
+def _warmstart(warmstart, ri, ci, n, m, reg, nx, like=None):
+    """Scaled starting potentials on the support of the marginals (NumPy potentials beside
+    torch marginals ``like`` become tensors)."""
     if not isinstance(warmstart, tuple | list) or len(warmstart) != 2:
         raise ValueError("warmstart must be a pair (f, g) of potentials")
-    f, g = _inputs(("warmstart[0]", "warmstart[1]"), *warmstart, like=reg_like)
+    f, g = _inputs(("warmstart[0]", "warmstart[1]"), *warmstart, like=like)
     check_array(f, "warmstart[0]", shape=(n,), finite=False)
     check_array(g, "warmstart[1]", shape=(m,), finite=False)
     f, g = f[_index(ri, f, nx)], g[_index(ci, g, nx)]
