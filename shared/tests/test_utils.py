@@ -1,7 +1,6 @@
 """Device choice, the build-once cache and input validation."""
 
 import os
-import signal
 import subprocess
 import sys
 
@@ -91,24 +90,12 @@ build_once("model-k", builder)
 """
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL needs a POSIX system")
 def test_build_once_killed_mid_build_is_rebuilt_by_the_next_process(tmp_path, monkeypatch):
-    import time
+    from icml25_core.testing import kill_when_marked
 
     cache = tmp_path / "c"
-    mark = tmp_path / "mark"
     env = {**os.environ, "ICML25_CACHE": str(cache)}
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(mark)], env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not mark.exists():
-            assert proc.poll() is None, f"the build ended (exit {proc.returncode}) before the kill"
-            assert time.monotonic() < deadline, "the build never started"
-            time.sleep(0.02)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    kill_when_marked(_KILLED_BUILD, tmp_path / "mark", str(tmp_path / "mark"), env=env)
     assert not (cache / "model-k").exists(), "a killed build must not look complete"
     assert list(cache.glob(".model-k.building-*")), "the killed build's folder is left behind"
     monkeypatch.setenv("ICML25_CACHE", str(cache))

@@ -120,25 +120,13 @@ pretrain(Path(sys.argv[1]), "smoke", seed=1, resume=True, progress=False, stop_a
 """
 
 
-@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs SIGKILL")
 def test_pretraining_killed_while_saving_resumes_from_the_previous_checkpoint(tmp_path):
-    import signal
-    import time
+    from icml25_core.testing import kill_when_marked
 
     out, mark = tmp_path / "run", tmp_path / "mark"
     pretrain(out, "smoke", TINY, seed=1, progress=False, stop_after=2)
     before = (out / "checkpoint.pt").read_bytes()
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_SAVE, str(out), str(mark)])
-    try:
-        deadline = time.monotonic() + 120
-        while not mark.exists():
-            assert proc.poll() is None, f"pretraining ended (exit {proc.returncode}) unkilled"
-            assert time.monotonic() < deadline, "pretraining never reached its save"
-            time.sleep(0.02)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    kill_when_marked(_KILLED_SAVE, mark, str(out), str(mark), what="pretraining")
     # the half-written file is the temporary one; the step-2 checkpoint is intact
     assert (out / "checkpoint.pt").read_bytes() == before
     assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == 2

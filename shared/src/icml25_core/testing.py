@@ -27,7 +27,8 @@ and pytest then checks that
 
 :func:`kill_during_save` runs a save in a subprocess and SIGKILLs it at a chosen point
 (between two files, or between the two renames that replace a folder), for the crash
-tests of every multi-file save.
+tests of every multi-file save; :func:`kill_when_marked` is its general form (kill a
+script once it writes a marker file), for other writes (a cache build, a checkpoint file).
 
 The README is the checkout's ``README.md`` in a source checkout and the installed
 distribution's metadata (its long description) elsewhere, so :func:`run_quick_start` also
@@ -64,6 +65,7 @@ __all__ = [
     "QUICK_START_MARKER",
     "PackageConformance",
     "kill_during_save",
+    "kill_when_marked",
     "quick_start_blocks",
     "run_quick_start",
 ]
@@ -498,41 +500,71 @@ def kill_during_save(
         interrupt the save, which is a failure, not a pass.
     """
     import tempfile
-    import time
 
     if at not in ("between-files", "between-renames"):
         raise ValueError(f"at must be 'between-files' or 'between-renames', got {at!r}")
+    with tempfile.TemporaryDirectory() as scratch:
+        mark = os.path.join(scratch, "blocked")
+        code = _KILL_PRELUDE.format(target=str(target), at=at, mark=mark) + "\n" + script
+        kill_when_marked(code, mark, timeout=timeout, what="the save", point=at)
+
+
+def kill_when_marked(
+    code: str,
+    mark: str | Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    what: str = "the script",
+    point: str = "its kill point",
+) -> None:
+    """Run ``python -c code *args`` and SIGKILL it once it has written the file ``mark``.
+
+    The script writes ``mark`` (any non-empty content) at the point to interrupt, then
+    sleeps; the caller checks what the kill left behind. ``what`` and ``point`` name the
+    script and that point in the errors.
+
+    Raises
+    ------
+    AssertionError
+        If the script ends (or fails) before writing ``mark``, or does not write it within
+        ``timeout`` seconds: the test could not interrupt it, which is a failure, not a
+        pass. The script's stderr tail is in the message.
+    """
+    import tempfile
+    import time
+
     if not hasattr(signal, "SIGKILL"):
         import pytest
 
         pytest.skip("SIGKILL needs a POSIX system")
+    mark = Path(mark)
     with tempfile.TemporaryDirectory() as scratch:
-        mark = os.path.join(scratch, "blocked")
-        code = _KILL_PRELUDE.format(target=str(target), at=at, mark=mark) + "\n" + script
         log = Path(scratch, "stderr")
         with log.open("wb") as stderr:  # a file, not a pipe: a chatty child never blocks
             proc = subprocess.Popen(
-                [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=stderr
+                [sys.executable, "-c", code, *args],
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=env,
             )
         deadline = time.monotonic() + timeout
         try:
-            while not os.path.exists(mark):
+            # the marker may exist before its content is flushed: wait for both
+            while not (mark.exists() and mark.read_text()):
                 if proc.poll() is not None:
                     raise AssertionError(
-                        f"the save ended (exit {proc.returncode}) before reaching {at}; "
+                        f"{what} ended (exit {proc.returncode}) before reaching {point}; "
                         f"stderr:\n{log.read_text(errors='replace')[-3000:]}"
                     )
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"the save did not reach {at} in {timeout} s")
+                    raise AssertionError(f"{what} did not reach {point} in {timeout} s")
                 time.sleep(0.02)
-            # the marker is written before the process sleeps: wait for its pid line
-            while not Path(mark).read_text():
-                time.sleep(0.01)
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             proc.wait()
-        assert proc.returncode == -signal.SIGKILL, f"the save exited {proc.returncode}"
+        assert proc.returncode == -signal.SIGKILL, f"{what} exited {proc.returncode}"
 
 
 # corruption -> the file its error must name: the weights or the config
