@@ -85,7 +85,11 @@ def check_reference_image(image):
 
 def pose_tensor(pose_frames) -> torch.Tensor:
     """Pose frames (see :func:`check_pose_frames`) as floats ``(F, 3, H, W)`` in ``[-1, 1]``."""
-    pose_frames = check_pose_frames(pose_frames)
+    return _as_float_poses(check_pose_frames(pose_frames))
+
+
+def _as_float_poses(pose_frames: torch.Tensor) -> torch.Tensor:
+    """Frames already checked by :func:`check_pose_frames` as floats ``(F, 3, H, W)``."""
     if pose_frames.dtype == torch.uint8:
         return pose_frames.permute(0, 3, 1, 2).float() / 127.5 - 1.0
     return pose_frames.float()
@@ -187,7 +191,7 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         StableVideoDiffusionPipelineOutput or tuple
         """
         pose_frames = check_pose_frames(pose_frames)  # converted to floats window by window
-        pose_shape = pose_tensor(pose_frames[:1]).shape
+        pose_shape = _as_float_poses(pose_frames[:1]).shape
         n_frames = pose_frames.shape[0] if num_frames is None else num_frames
         if pose_frames.shape[0] != n_frames:
             raise ValueError(
@@ -252,7 +256,8 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
             inputs = torch.cat([xi, ref_latents[:, idx]], dim=2)
             # PoseNet per window: memory stays O(tile) in the frame count (the pose latents
             # of a whole video would hold block_out_channels[0] channels per frame)
-            pose = self.pose_net(pose_tensor(pose_frames[idx]).to(device, embeds.dtype))
+            # checked once above: each window is only converted, at every step
+            pose = self.pose_net(_as_float_poses(pose_frames[idx]).to(device, embeds.dtype))
             if cfg:  # the unconditional half has no pose, no reference image
                 pose = torch.cat([torch.zeros_like(pose), pose])
             pred = self.unet(

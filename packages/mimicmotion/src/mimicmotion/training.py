@@ -58,10 +58,19 @@ def regional_loss(
     broadcast to ``pred`` (e.g. ``(B, F, 1, h, w)`` against latents ``(B, F, C, h, w)``).
     With an empty mask (or ``None``) this is plain MSE.
     """
+    loss = _weighted_error(pred, target, mask, factor)
+    if not bool(torch.isfinite(loss)):  # one scalar check; then name the culprit
+        check_array(pred, "pred")
+        check_array(target, "target")
+        raise ValueError(f"the loss overflowed to {float(loss)} (pred and target are finite)")
+    return loss
+
+
+def _weighted_error(pred, target, mask, factor: float) -> torch.Tensor:
+    """:func:`regional_loss` without its finiteness check (``training_step`` checks the
+    loss itself, naming the learning rate)."""
     if factor < 1:
         raise ValueError(f"factor must be >= 1 (amplification), got {factor}")
-    check_array(pred, "pred")  # finite: a NaN prediction is refused, not averaged
-    check_array(target, "target")
     err = (pred - target) ** 2
     if mask is None:
         return err.mean()
@@ -157,17 +166,13 @@ def training_step(
         pose_images,
         pose_keep,
     )
+    loss = _weighted_error(denoised, latents, mask, factor)
     # a diverged network is the learning rate's doing, not a bad input to regional_loss
-    check_loss(
-        denoised.detach().abs().sum(),
-        lr=optimizer.param_groups[0]["lr"],
-        what="denoised latents (their sum)",
-    )
-    loss = regional_loss(denoised, latents, mask, factor)
+    value = check_loss(loss, lr=optimizer.param_groups[0]["lr"])
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
-    return float(loss.detach())
+    return value
 
 
 def write_video(frames, path, fps: int = 7) -> None:
