@@ -234,19 +234,20 @@ def _judge(rows: list[Row]) -> Verdict:
     return Verdict(bool(held), "; ".join(parts) + f"; margin {MARGIN}; baselines NMI: {others}")
 
 
-def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
-    names = [PCA, BETA_VAE, SCVI, TEXT, RANDOM, NONE]
-    metrics = ["NMI", "ARI", "Leiden NMI", "Leiden ARI"]
+def _bars(rows: list[Row], names, metrics, path: Path, ylabel: str) -> list[Path]:
+    """One grouped bar chart of the mean ``metrics`` (in [0, 1]) of methods ``names``."""
     values = {n: [mean_metric(rows, m, n) for m in metrics] for n in names}
-    return [
-        grouped_bars(
-            values,
-            metrics,
-            Path(out_dir) / "pbmc_representation.png",
-            ylabel="agreement with bulk_labels",
-            ylim=(0, 1),
-        )
-    ]
+    return [grouped_bars(values, list(metrics), path, ylabel=ylabel, ylim=(0, 1))]
+
+
+def _plot(rows: list[Row], out_dir: Path) -> list[Path]:
+    return _bars(
+        rows,
+        (PCA, BETA_VAE, SCVI, TEXT, RANDOM, NONE),
+        ("NMI", "ARI", "Leiden NMI", "Leiden ARI"),
+        Path(out_dir) / "pbmc_representation.png",
+        "agreement with bulk_labels",
+    )
 
 
 PBMC_REPRESENTATION = Experiment(
@@ -380,18 +381,13 @@ def _judge_batch(rows: list[Row]) -> Verdict:
 
 
 def _plot_batch(rows: list[Row], out_dir: Path) -> list[Path]:
-    names = [PCA, SCVI, BETA_VAE, TEXT, RANDOM, NONE]
-    metrics = ["bio", "batch", "overall", "iLISI", "GC"]
-    values = {n: [mean_metric(rows, m, n) for m in metrics] for n in names}
-    return [
-        grouped_bars(
-            values,
-            metrics,
-            Path(out_dir) / "pbmc_batch.png",
-            ylabel="scIB score (higher is better)",
-            ylim=(0, 1),
-        )
-    ]
+    return _bars(
+        rows,
+        (PCA, SCVI, BETA_VAE, TEXT, RANDOM, NONE),
+        ("bio", "batch", "overall", "iLISI", "GC"),
+        Path(out_dir) / "pbmc_batch.png",
+        "scIB score (higher is better)",
+    )
 
 
 PBMC_BATCH = Experiment(
