@@ -207,3 +207,50 @@ def test_references_and_poses_the_pipeline_cannot_use_are_refused(components, in
     ]:
         with pytest.raises(error, match=match):
             _run(pipe, image, bad, tile_size=8)
+
+
+def test_spatial_attention_estimate_matches_torch_flop_counter(components):
+    """The estimate is the scaled-dot-product attention that torch's FLOP counter sees in one
+    UNet pass over one frame, less the cross- and temporal attention (one context token,
+    one frame: under 2% here)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from mimicmotion.pipeline import spatial_attention_flops
+
+    unet = components["unet"]
+    size = 128
+    latents = torch.randn(1, 1, 8, size // 8, size // 8)
+    pose = torch.zeros(1, 32, size // 8, size // 8)
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        unet(
+            latents,
+            10.0,
+            encoder_hidden_states=torch.randn(1, 1, 32),
+            added_time_ids=torch.zeros(1, 3),
+            pose_latents=pose,
+        )
+    counted = sum(
+        flops
+        for op, flops in counter.get_flop_counts()["Global"].items()
+        if "scaled_dot_product" in str(op)
+    )
+    estimate = spatial_attention_flops(unet.config, size, size)
+    assert estimate == 5 * 4 * 256**2 * 32 + 4 * 64**2 * 64  # closed form of the tiny UNet
+    assert 0.98 * counted <= estimate <= counted
+
+
+def test_a_grid_far_above_the_training_resolution_warns_with_the_cost(
+    components, inputs, monkeypatch
+):
+    import mimicmotion.pipeline as module
+
+    pipe = MimicMotionPipeline(**components)
+    pipe.set_progress_bar_config(disable=True)
+    image, poses = inputs
+    assert _run(pipe, image, poses, tile_size=8).shape[:2] == (1, 12)  # no warning at 64x64
+    monkeypatch.setattr(module, "TRAINED_TOKENS", 8)
+    with pytest.warns(
+        UserWarning, match=r"64x64 .* TFLOP per window and step.*\(2 windows x 2 steps\)"
+    ):
+        _run(pipe, image, poses, tile_size=8)

@@ -307,3 +307,57 @@ def test_bfloat16_autocast_is_close_to_float32(tiny_model_path, data):
         assert proba.dtype == np.float64
         np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
         assert 0 < np.abs(proba - exact).max() < 0.05  # bfloat16 rounding, not a no-op
+
+
+def test_yeo_johnson_in_column_blocks_is_the_same_fit():
+    """Fitted block by block, the standardised Yeo-Johnson transform equals sklearn's fit
+    over all columns (its parameters are per column): the same lambdas, the same output
+    to rounding (numpy's vectorised column sums differ in the last bit with the width)."""
+    from sklearn.preprocessing import PowerTransformer
+
+    from tabicl_lite.preprocessing import ColumnBlocks
+
+    X = np.random.default_rng(1).lognormal(size=(40, 7))
+    whole = PowerTransformer().fit(X)
+    blocks = ColumnBlocks(PowerTransformer, "fit", block=3, progress=False).fit(X)
+    assert len(blocks.parts_) == 3
+    lambdas = np.concatenate([part.lambdas_ for part in blocks.parts_])
+    np.testing.assert_array_equal(lambdas, whole.lambdas_)
+    np.testing.assert_allclose(blocks.transform(X[:9]), whole.transform(X[:9]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("preprocessing", ["lite", "official"])
+def test_wide_fits_show_progress_over_column_blocks(
+    tiny_model_path, data, monkeypatch, preprocessing
+):
+    """A Yeo-Johnson fit over 10 or more column blocks shows a bar (2,000 columns at the
+    default block of 200; 10 columns at a block of 1 here); the probabilities do not depend
+    on the blocks (to float32 rounding)."""
+    import tabicl_lite.preprocessing as module
+
+    X, y = data
+    X = np.hstack([X, X**2])  # 10 columns
+    shown = []
+
+    def recording_track(items, description, total=None):
+        shown.append((description, total))
+        return iter(items)
+
+    monkeypatch.setattr(module, "track", recording_track)
+    params = {
+        "n_estimators": 2,
+        "model_path": tiny_model_path,
+        "norm_methods": ("power",),
+        "preprocessing": preprocessing,
+    }
+    reference = TabICLClassifier(**params).fit(X, y).predict_proba(X[:8])
+    assert shown == []  # one block of 200 columns: no bar
+    monkeypatch.setattr(module, "POWER_BLOCK", 1)
+    blocked = TabICLClassifier(**params).fit(X, y).predict_proba(X[:8])
+    assert shown == [("fit Yeo-Johnson, 10 columns", 10)]
+    np.testing.assert_allclose(blocked, reference, rtol=1e-6, atol=1e-7)
+    TabICLClassifier(**params, progress=False).fit(X, y)
+    assert len(shown) == 1
+    monkeypatch.setattr(module, "POWER_BLOCK", 2)
+    TabICLClassifier(**params, progress=True).fit(X, y)
+    assert shown[-1] == ("fit Yeo-Johnson, 10 columns", 5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -15,7 +16,38 @@ from diffusers.utils.torch_utils import randn_tensor
 
 from icml25_core import check_array, check_memory, check_scalar
 
-from .fusion import check_tiling, fuse
+from .fusion import check_tiling, fuse, windows
+
+#: latent tokens of one frame at the resolution MimicMotion was trained at (576 x 1024)
+TRAINED_TOKENS = (576 // 8) * (1024 // 8)
+#: a latent grid above this many times :data:`TRAINED_TOKENS` draws a warning with the cost
+LARGE_GRID = 4
+
+
+def spatial_attention_flops(unet_config, height: int, width: int) -> float:
+    """Floating-point operations of the spatial self-attention in one UNet pass over one
+    frame at ``height x width`` pixels: ``4 N^2 C`` per attention layer (scores and their
+    product with the values), ``N`` the layer's tokens (``(height / 8) (width / 8)`` at the
+    first level, a quarter per level down) and ``C`` its channels. The part of the cost that
+    grows with the square of the pixel count."""
+    tokens = (height // 8) * (width // 8)
+    levels = len(unet_config.block_out_channels)
+
+    def per_level(value, level):
+        return value[level] if isinstance(value, list | tuple) else value
+
+    total = 0.0
+    for level, (kind, channels) in enumerate(
+        zip(unet_config.down_block_types, unet_config.block_out_channels, strict=True)
+    ):
+        if "CrossAttn" not in kind:
+            continue
+        layers = 2 * per_level(unet_config.layers_per_block, level) + 1  # down + up blocks
+        depth = per_level(unet_config.transformer_layers_per_block, level)
+        total += layers * depth * 4 * (tokens / 4**level) ** 2 * channels
+    top = levels - 1  # the mid block, at the lowest resolution
+    depth = per_level(unet_config.transformer_layers_per_block, top)
+    return total + depth * 4 * (tokens / 4**top) ** 2 * unet_config.block_out_channels[top]
 
 
 def check_pose_frames(pose_frames) -> torch.Tensor:
@@ -225,6 +257,18 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
         cfg = guidance_scale > 1.0
         self._guidance_scale = guidance_scale
         self._check_memory(height, width, n_frames, tile_size, decode_chunk_size, cfg, output_type)
+        n_windows = len(windows(n_frames, tile_size, tile_overlap))
+        if (height // factor) * (width // factor) > LARGE_GRID * TRAINED_TOKENS:
+            frames = (2 if cfg else 1) * min(tile_size, n_frames)
+            flops = spatial_attention_flops(self.unet.config, height, width) * frames
+            warnings.warn(
+                f"pose_frames at {height}x{width} are {height * width / (576 * 1024):.0f}x the "
+                f"576x1024 pixels MimicMotion was trained at; spatial attention grows with the "
+                f"square of the pixels: about {flops / 1e12:.3g} TFLOP per window and step, "
+                f"{flops * n_windows * num_inference_steps / 1e15:.3g} PFLOP for the call "
+                f"({n_windows} windows x {num_inference_steps} steps)",
+                stacklevel=2,
+            )
 
         embeds = self._encode_image(image, device, 1, cfg)
         ref = self.video_processor.preprocess(image, height=height, width=width).to(device)
@@ -269,11 +313,14 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
             ).sample
             if not cfg:
                 return pred
+            bar.update()  # one tick per window and step: slow windows still show progress
+            if not cfg:
+                return pred
             uncond, cond = pred.chunk(2)
             return uncond + guidance_scale * (cond - uncond)
 
         self._num_timesteps = len(timesteps)
-        with self.progress_bar(total=len(timesteps)) as bar:
+        with self.progress_bar(total=len(timesteps) * n_windows) as bar:
             for i, t in enumerate(timesteps):
                 model_input = self.scheduler.scale_model_input(latents, t)
                 noise_pred = fuse(
@@ -287,7 +334,6 @@ class MimicMotionPipeline(StableVideoDiffusionPipeline):
                     out = callback_on_step_end(self, i, t, {"latents": latents}) or {}
                     latents = out.get("latents", latents)
                     check_array(latents, f"the latents callback_on_step_end returned at step {i}")
-                bar.update()
 
         if output_type == "latent":
             frames = latents

@@ -31,7 +31,14 @@ from .official import (
     OfficialPipeline,
     official_members,
 )
-from .preprocessing import NORM_METHODS, Member, Normalizer, OutlierClipper, make_members
+from .preprocessing import (
+    NORM_METHODS,
+    Member,
+    Normalizer,
+    OutlierClipper,
+    make_members,
+    show_progress,
+)
 
 PREPROCESSING = ("auto", "official", "lite")
 #: ensemble size when ``n_estimators=None``: the official classifier's 32 for the official
@@ -39,8 +46,6 @@ PREPROCESSING = ("auto", "official", "lite")
 DEFAULT_ESTIMATORS = {"official": 32, "lite": 8}
 #: the official hierarchy floors each member's class probabilities: log(p + 1e-6)
 HIERARCHY_FLOOR = 1e-6
-# blocks of test rows from which predict shows a progress bar (progress=None)
-PROGRESS_BLOCKS = 10
 
 SHIPPED_CHECKPOINT = "lite"
 
@@ -190,8 +195,9 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState or None, default=0
         Seeds the feature orders and class shifts (and the quantile normalisers).
     progress : bool or None, default=None
-        Show a progress bar over the blocks of test rows at prediction; ``None``: when
-        there are at least 10 blocks (10,240 rows at the default ``batch_size``).
+        Show a progress bar over the blocks of test rows at prediction and over the
+        column blocks of a Yeo-Johnson fit (200 columns each); ``None``: when there are at
+        least 10 blocks (10,240 test rows at the default ``batch_size``, 2,000 columns).
 
     Attributes
     ----------
@@ -466,7 +472,9 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             )
             self.clipper_ = OutlierClipper(self.outlier_threshold).fit(Xf)
             clipped = self.clipper_.transform(Xf)
-            self.normalizers_ = {m: Normalizer(m).fit(clipped) for m in set(self.norm_methods)}
+            self.normalizers_ = {
+                m: Normalizer(m, self.progress).fit(clipped) for m in set(self.norm_methods)
+            }
             self.train_tables_ = self._tables(Xf)
         self.y_train_ = encoder.transform(y)
         self.context_ = self._context() if self.kv_cache else None
@@ -523,7 +531,9 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         self.pipelines_ = {}
         normed = {}
         for norm in dict.fromkeys(m.norm for m in self.members_):
-            self.pipelines_[norm] = OfficialPipeline(norm, self.outlier_threshold, seed)
+            self.pipelines_[norm] = OfficialPipeline(
+                norm, self.outlier_threshold, seed, self.progress
+            )
             normed[norm] = self.pipelines_[norm].fit_transform(Xf)
         self.train_tables_ = self._stack(normed)
 
@@ -568,8 +578,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         Xf, _ = self._encode(X, reset=False)
         blocks = range(0, Xf.shape[0], self.batch_size)
-        show = len(blocks) >= PROGRESS_BLOCKS if self.progress is None else self.progress
-        if show:
+        if show_progress(self.progress, len(blocks)):
             blocks = track(blocks, f"predict {Xf.shape[0]} rows", total=len(blocks))
         return np.concatenate([self._log_proba_block(Xf[s : s + self.batch_size]) for s in blocks])
 

@@ -7,12 +7,89 @@ never changes another row's features.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from sklearn.preprocessing import PowerTransformer, QuantileTransformer
 
+from icml25_core import track
+
 NORM_METHODS = ("none", "power", "quantile")
+#: columns per block when a Yeo-Johnson transform is fitted block by block
+POWER_BLOCK = 200
+#: blocks (of test rows at prediction, of columns in a fit) from which a progress bar shows
+#: when ``progress=None``
+PROGRESS_BLOCKS = 10
+
+
+def show_progress(progress: bool | None, n_blocks: int) -> bool:
+    """Whether a loop over ``n_blocks`` shows a bar: ``progress``, or when ``None`` from
+    :data:`PROGRESS_BLOCKS` blocks on."""
+    return n_blocks >= PROGRESS_BLOCKS if progress is None else progress
+
+
+class ColumnBlocks:
+    """A per-column transformer fitted on blocks of ``block`` columns, with a progress bar.
+
+    For a transform whose parameters are per column (Yeo-Johnson's lambda and the
+    standardisation after it) this is the same fit as one over all columns; the blocks
+    only let a wide table (sklearn's ``PowerTransformer`` takes about 8 ms per column of
+    200 rows, 80 s for 10,000 columns) show its progress.
+
+    Parameters
+    ----------
+    make : callable
+        Returns a fresh, unfitted transformer with ``fit`` / ``transform`` (picklable, for
+        the fitted classifier to be).
+    description : str
+        The progress bar's label.
+    block : int
+        Columns per block.
+    progress : bool or None
+        Show the bar; ``None``: from :data:`PROGRESS_BLOCKS` blocks on.
+    """
+
+    def __init__(
+        self,
+        make: Callable,
+        description: str,
+        block: int = POWER_BLOCK,
+        progress: bool | None = None,
+    ):
+        self.make = make
+        self.description = description
+        self.block = block
+        self.progress = progress
+
+    def fit(self, X: np.ndarray) -> ColumnBlocks:
+        """Fit on ``X`` (n_rows, n_columns)."""
+        starts = range(0, X.shape[1], self.block)
+        if show_progress(self.progress, len(starts)):
+            starts = track(starts, f"{self.description}, {X.shape[1]} columns", len(starts))
+        self.parts_ = [self.make().fit(X[:, s : s + self.block]) for s in starts]
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Transform ``X`` (m, n_columns); the first block's error propagates as is."""
+        return np.concatenate(
+            [
+                part.transform(X[:, i * self.block : (i + 1) * self.block])
+                for i, part in enumerate(self.parts_)
+            ],
+            axis=1,
+        )
+
+
+def power_transformer(progress: bool | None = None) -> ColumnBlocks:
+    """sklearn's standardised Yeo-Johnson ``PowerTransformer``, fitted in column blocks."""
+    return ColumnBlocks(
+        partial(PowerTransformer, method="yeo-johnson", standardize=True),
+        "fit Yeo-Johnson",
+        block=POWER_BLOCK,
+        progress=progress,
+    )
 
 
 class OutlierClipper:
@@ -37,12 +114,17 @@ class OutlierClipper:
 
 
 class Normalizer:
-    """``"none"``, ``"power"`` (Yeo-Johnson) or ``"quantile"`` (to a normal) per column."""
+    """``"none"``, ``"power"`` (Yeo-Johnson) or ``"quantile"`` (to a normal) per column.
 
-    def __init__(self, method: str):
+    ``progress`` (bool or None) shows a bar over the column blocks of a Yeo-Johnson fit
+    (see :class:`ColumnBlocks`).
+    """
+
+    def __init__(self, method: str, progress: bool | None = None):
         if method not in NORM_METHODS:
             raise ValueError(f"norm_methods entries must be in {NORM_METHODS}, got {method!r}")
         self.method = method
+        self.progress = progress
 
     def fit(self, X: np.ndarray) -> Normalizer:
         # a column with no observed training value (all NaN: all missing) has nothing to
@@ -53,7 +135,7 @@ class Normalizer:
             return self
         X = X[:, self.observed_]
         if self.method == "power":
-            self.transformer_ = PowerTransformer(method="yeo-johnson", standardize=True)
+            self.transformer_ = power_transformer(self.progress)
         elif self.method == "quantile":
             n_quantiles = max(2, min(1000, X.shape[0]))
             self.transformer_ = QuantileTransformer(
