@@ -151,3 +151,62 @@ def test_bad_input(calibration):
         q = quantize(dense, calibration, "moequant", 4, 32, allow_dense=True)
     assert any("plain GPTQ" in str(w.message) for w in caught)
     assert isinstance(q.model.layers[0].mlp.down_proj, QuantLinear)
+
+
+def _official_mse_grid(x, bits):
+    """The official code's ``WeightQuantizer.find_params`` with ``perchannel=True,
+    sym=False, mse=True`` (grid 100, maxshrink 0.8, norm 2.4), written from its loop."""
+    maxq = 2**bits - 1
+    zeros = torch.zeros(x.shape[0])
+    xmin, xmax = torch.minimum(x.min(1)[0], zeros), torch.maximum(x.max(1)[0], zeros)
+    scale = (xmax - xmin).clamp(min=1e-5) / maxq
+    zero = torch.round(-xmin / scale)
+    best = torch.full([x.shape[0]], float("inf"))
+    for i in range(80):
+        p = 1 - i / 100
+        scale1 = (p * xmax - p * xmin) / maxq
+        zero1 = torch.round(-p * xmin / scale1)
+        q = torch.clamp(torch.round(x / scale1[:, None]) + zero1[:, None], 0, maxq)
+        err = ((scale1[:, None] * (q - zero1[:, None]) - x).abs() ** 2.4).sum(1)
+        better = err < best
+        best[better], scale[better], zero[better] = err[better], scale1[better], zero1[better]
+    return scale, zero
+
+
+@pytest.mark.parametrize("bits", [3, 4])
+def test_mse_clipping_search_is_the_official_one_and_never_worse_than_minmax(bits):
+    from moequant.quantizer import decode, encode, grid
+
+    w = torch.randn(64, 96, generator=torch.Generator().manual_seed(bits))
+    scale, zero = grid(w, bits, sym=False, clip="mse")
+    ref_scale, ref_zero = _official_mse_grid(w, bits)
+    torch.testing.assert_close(scale[:, 0], ref_scale, rtol=1e-6, atol=0)
+    assert torch.equal(zero[:, 0], ref_zero)
+
+    def err(s, z):
+        return (decode(encode(w, s, z, bits), s, z) - w).abs().pow(2.4).sum(1)
+
+    for sym in (False, True):
+        mse, minmax = grid(w, bits, sym, "mse"), grid(w, bits, sym)
+        assert (err(*mse) <= err(*minmax)).all()  # p = 1 is among the candidates
+        # on Gaussian rows clipping pays: measured total ratios 0.74-0.90, rows improved
+        # 81-98% (3 and 4 bits, symmetric and not)
+        assert err(*mse).sum() <= 0.93 * err(*minmax).sum()
+        assert (err(*mse) < err(*minmax)).float().mean() >= 0.7
+        assert (mse[0] <= minmax[0]).all()  # a clipped range never grows
+
+
+def test_per_channel_symmetric_mse_clipped_models_save_and_load(calibration, tmp_path):
+    model = mixtral()
+    ref = copy.deepcopy(model)
+    q = quantize(model, calibration, "moequant", 3, group_size=-1, sym=True, clip="mse")
+    plain = quantize(ref, calibration, "moequant", 3, group_size=-1, sym=True)
+    save_quantized(q, tmp_path / "q")
+    loaded = load_quantized(tmp_path / "q")
+    ids = calibration[:2]
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).logits, q(ids).logits)
+        assert not torch.equal(q(ids).logits, plain(ids).logits)
+    assert '"clip": "mse"' in (tmp_path / "q" / "quant_config.json").read_text()
+    with pytest.raises(ValueError, match="clip"):
+        quantize(mixtral(), calibration, "gptq", 4, clip="percentile")

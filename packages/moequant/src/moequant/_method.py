@@ -12,7 +12,10 @@ METHOD = Method(
     venue="ICML 2025",
     url="https://arxiv.org/abs/2505.03804",
     summary="post-training quantization of MoE LLMs: expert-balanced self-sampling + affinity-guided GPTQ",
-    experiments={"moe-ptq": "moequant.experiments:MOE_PTQ"},
+    experiments={
+        "moe-ptq": "moequant.experiments:MOE_PTQ",
+        "moe-ptq-paper": "moequant.experiments:MOE_PTQ_PAPER",
+    },
     status="available",
     claim=(
         "did not hold on a small stdlib-trained Mixtral: EBSS balanced experts only in "

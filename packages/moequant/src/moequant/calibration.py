@@ -5,24 +5,29 @@ EBSS (MoEQuant) builds each sequence with the model itself by beam search from B
 random token. Every step expands each of the ``w`` beams by its ``topk`` most likely next
 tokens and keeps the ``w`` candidates with the lowest
 
-    score = -(cumulative log-prob / generated length) + sigma(parent) / tau,
+    score = -(cumulative log-prob / generated length) + sigma(candidate) / tau,
 
-where ``sigma`` is the mean over MoE layers of the standard deviation of the parent
-sequence's per-expert routing frequencies (top-k counts normalised per layer): sequences
-that keep routing to the same few experts are pushed out. ``tau -> inf`` is plain
-length-normalised beam search. EOS is barred (its log-prob set to -inf, not renormalised,
-as transformers' ``min_new_tokens`` does) so every sequence reaches ``seq_len``.
+where ``sigma`` is the mean over MoE layers of the standard deviation of the candidate
+sequence's per-expert routing frequencies (top-k counts normalised per layer), the new
+token's routing included (the paper's Algorithm 1, line 14): a candidate that sends its
+new token to the experts its sequence already over-uses is pushed out. ``sigma_on="parent"``
+measures the parent instead (moequant <= 0.4), ``balance="count"`` the raw counts.
+``tau -> inf`` is plain length-normalised beam search. EOS is barred (its log-prob set to
+-inf, not renormalised, as transformers' ``min_new_tokens`` does) so every sequence reaches
+``seq_len``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import track
+from icml25_core import check_scalar, track
 
 from .adapters import adapter_for, get, moe_block
 from .token_ids import check_token_ids
@@ -180,6 +185,10 @@ def self_generate(
     return torch.cat(out)
 
 
+SIGMA_ON = ("candidate", "parent")
+BALANCES = ("frequency", "count")
+
+
 @torch.no_grad()
 def ebss(
     model: nn.Module,
@@ -190,14 +199,25 @@ def ebss(
     tau: float = 1.2,
     topk: int | None = None,
     seed: int = 0,
+    sigma_on: str = "candidate",
+    balance: str = "frequency",
+    no_repeat_ngram_size: int = 0,
+    sample: bool = False,
+    batch_size: int = 16,
     show_progress: bool = False,
 ) -> torch.Tensor:
     """Expert-balanced self-sampling: ``(n_samples, seq_len)`` token ids (see module doc).
+
+    Every candidate is run through the model (one new token on the parent's key-value
+    cache), which gives its own routing for the balance term and its next-token logits
+    should it be kept.
 
     Parameters
     ----------
     model : transformers MoE causal LM
     tokenizer : its tokenizer (for BOS / EOS / special tokens)
+    n_samples, seq_len : int
+        Sequences to return and their length, the 1-2 start tokens included.
     beam_width : int
         ``w``, beams kept per sample.
     tau : float
@@ -205,59 +225,136 @@ def ebss(
     topk : int, optional
         Children per beam; defaults to ``beam_width`` (which keeps every candidate plain
         beam search would keep).
+    seed : int
+        Seeds the start tokens (and the children with ``sample=True``).
+    sigma_on : {"candidate", "parent"}
+        Whose routing ``sigma`` measures: the candidate sequence, new token included (the
+        paper's Algorithm 1, line 14), or its parent (moequant <= 0.4, an ablation: the same
+        term for every child of a beam, so it can never block a repeated token).
+    balance : {"frequency", "count"}
+        ``sigma`` over per-expert routing frequencies (counts normalised per layer; in
+        [0, 0.5) whatever the length) or raw counts (grows with the length, so the balance
+        term gains weight as the sequence grows). The paper leaves it open.
+    no_repeat_ngram_size : int
+        With ``N > 0``, a token that would repeat an ``N``-gram already in the beam is
+        barred (as transformers' option of that name). 0: off.
+    sample : bool
+        Draw each beam's children from the model's distribution (Gumbel top-k, without
+        replacement) instead of taking its most likely tokens.
+    batch_size : int
+        Samples generated together (each has ``beam_width x topk`` candidates in the
+        key-value cache); the result does not depend on it beyond float rounding.
     """
-    if beam_width < 1:
-        raise ValueError(f"beam_width must be >= 1, got {beam_width}")
+    check_scalar(beam_width, "beam_width", low=1, integer=True)
     if not tau > 0:
         raise ValueError(f"tau must be > 0 (math.inf disables the balance term), got {tau}")
     topk = beam_width if topk is None else topk
-    if topk < 1:
-        raise ValueError(f"topk must be >= 1, got {topk}")
+    check_scalar(topk, "topk", low=1, integer=True)
+    check_scalar(no_repeat_ngram_size, "no_repeat_ngram_size", low=0, integer=True)
+    check_scalar(batch_size, "batch_size", low=1, integer=True)
+    if sigma_on not in SIGMA_ON:
+        raise ValueError(f"sigma_on must be one of {SIGMA_ON}, got {sigma_on!r}")
+    if balance not in BALANCES:
+        raise ValueError(f"balance must be one of {BALANCES}, got {balance!r}")
     g = torch.Generator().manual_seed(seed)
     start = _starts(tokenizer, model, n_samples, g)
     _check(n_samples, seq_len, start.shape[1])
     _, eos, _ = _special(tokenizer, model)
-    adapter = adapter_for(model)
-    n_exp = adapter.n_experts(model.config)
-    routers = _routers(model)
-    device = next(model.parameters()).device
-    n, w, prefix = n_samples, beam_width, start.shape[1]
+    search = _BeamSearch(model, beam_width, tau, topk, sigma_on, balance, no_repeat_ngram_size, eos)
+    sampler = torch.Generator().manual_seed(seed + 1) if sample else None
+    steps = seq_len - start.shape[1]
+    out = []
+    for i in range(0, n_samples, batch_size):
+        part = start[i : i + batch_size]
+        label = f"ebss samples {i + 1}-{i + len(part)} of {n_samples}" if show_progress else None
+        out.append(search.run(part, steps, sampler, label))
+    return torch.cat(out)
 
-    beams = start[:, None, :].expand(n, 1, prefix).to(device)  # (n, beams, len)
-    cum = torch.zeros(n, 1, dtype=torch.float64, device=device)
-    steps = range(seq_len - prefix)
-    for step in track(steps, "ebss") if show_progress else steps:
-        b = beams.shape[1]
-        flat = beams.reshape(n * b, -1)
-        with _recording(routers) as found:
-            logits = model(flat, use_cache=False).logits[:, -1].double()
-        logp = torch.log_softmax(logits, -1)  # the model's own log-probs; EOS then barred
-        if eos:
-            logp[:, eos] = -math.inf
-        logp = logp.view(n, b, -1)
+
+class _BeamSearch:
+    """The EBSS beam search over one batch of samples, on the model's key-value cache."""
+
+    def __init__(self, model, width, tau, topk, sigma_on, balance, no_repeat, eos):
+        self.model, self.width, self.tau, self.topk = model, width, tau, topk
+        self.sigma_on, self.balance, self.no_repeat, self.eos = sigma_on, balance, no_repeat, eos
+        self.n_exp = adapter_for(model).n_experts(model.config)
+        self.routers = _routers(model)
+        self.device = next(model.parameters()).device
+        # transformers renamed past_key_values to cache (5.24 warns at the old name)
+        forward = inspect.signature(model.forward).parameters
+        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
+
+    def _forward(self, ids, cache=None):
+        """Logits of the last position ``(rows, vocab)``, the cache and the routing counts
+        of the tokens ``ids`` ``(rows, t)`` fed ``(rows, layers, experts)``."""
+        with _recording(self.routers) as found:
+            out = self.model(ids, use_cache=True, **{self.cache_arg: cache})
+        rows = ids.shape[0]
         counts = torch.stack(
-            [torch.nn.functional.one_hot(idx.reshape(n * b, -1), n_exp).sum(1) for idx in found], 1
-        )  # (n*b, layers, experts)
-        sigma = imbalance(counts).view(n, b).double()
-        k = min(topk, logp.shape[-1])
-        top_lp, top_tok = logp.topk(k, dim=-1)  # (n, b, k)
-        cand_cum = cum[:, :, None] + top_lp
-        length = step + 1
-        penalty = sigma[:, :, None] / tau if math.isfinite(tau) else 0.0
-        score = -(cand_cum / length) + penalty
-        keep = min(w, b * k)
-        best = score.reshape(n, -1).topk(keep, dim=-1, largest=False).indices  # (n, keep)
-        parent, child = best // k, best % k
-        rows = torch.arange(n, device=device)[:, None]
-        next_tok = top_tok[rows, parent, child]
-        beams = torch.cat([beams[rows, parent], next_tok[..., None]], -1)
-        cum = cand_cum[rows, parent, child]
-    # the final beams have equal length; return the best by the same score (balance of the
-    # finished sequence itself)
-    flat = beams.reshape(n * beams.shape[1], -1)
-    if math.isfinite(tau):
-        sigma = imbalance(routing_counts(model, flat.cpu())).view(n, -1).to(cum)
-        final = -(cum / (seq_len - prefix)) + sigma / tau
-    else:
+            [F.one_hot(idx.reshape(rows, -1), self.n_exp).sum(1) for idx in found], 1
+        )
+        cache = out.cache if hasattr(out, "cache") else out.past_key_values
+        return out.logits[:, -1].double(), cache, counts.double()
+
+    def _sigma(self, counts):
+        if self.balance == "count":
+            return counts.std(-1, unbiased=False).mean(-1)
+        return imbalance(counts).double()
+
+    def _bar_repeats(self, logp, beams):
+        """Bar tokens that would repeat an ``N``-gram of their beam (in place)."""
+        size = self.no_repeat
+        if size < 1 or beams.shape[1] < size:
+            return
+        grams = beams.unfold(1, size, 1)  # (rows, windows, N)
+        if size == 1:
+            match = torch.ones(grams.shape[:2], dtype=torch.bool, device=beams.device)
+        else:
+            match = (grams[:, :, :-1] == beams[:, None, 1 - size :]).all(-1)
+        rows, at = match.nonzero(as_tuple=True)
+        logp[rows, grams[rows, at, -1]] = -math.inf
+
+    def run(self, start, steps, sampler, label):
+        n, w, k = start.shape[0], self.width, self.topk
+        ids = start.to(self.device)
+        logits, cache, counts = self._forward(ids)
+        beams, cum = ids[:, None, :], torch.zeros(n, 1, dtype=torch.float64, device=self.device)
+        counts = counts[:, None]  # (n, beams, layers, experts)
+        rows = torch.arange(n, device=self.device)[:, None]
+        for step in track(range(steps), label) if label else range(steps):
+            b = beams.shape[1]
+            logp = torch.log_softmax(logits, -1)  # the model's own log-probs; EOS then barred
+            if self.eos:
+                logp[:, self.eos] = -math.inf
+            self._bar_repeats(logp, beams.reshape(n * b, -1))
+            logp = logp.view(n, b, -1)
+            kk = min(k, logp.shape[-1])
+            if sampler is None:
+                top_lp, top_tok = logp.topk(kk, dim=-1)  # (n, b, k)
+            else:
+                u = torch.rand(logp.shape, generator=sampler, dtype=torch.float64)
+                keys = logp - torch.log(-torch.log(u.clamp_min(1e-300))).to(logp)
+                top_tok = keys.topk(kk, dim=-1).indices
+                top_lp = logp.gather(-1, top_tok)
+            cand_cum = cum[:, :, None] + top_lp
+            cache.batch_repeat_interleave(kk)  # row (sample, parent, child), child fastest
+            logits, cache, new = self._forward(top_tok.reshape(n * b * kk, 1), cache)
+            cand_counts = counts[:, :, None] + new.view(n, b, kk, *new.shape[1:])
+            score = -(cand_cum / (step + 1))
+            if math.isfinite(self.tau):
+                judged = cand_counts if self.sigma_on == "candidate" else counts[:, :, None]
+                score = score + self._sigma(judged) / self.tau
+            keep = min(w, b * kk)
+            best = score.reshape(n, -1).topk(keep, dim=-1, largest=False).indices  # (n, keep)
+            parent, child = best // kk, best % kk
+            flat = ((rows * b + parent) * kk + child).reshape(-1)
+            cache.batch_select_indices(flat)
+            logits = logits[flat]
+            beams = torch.cat([beams[rows, parent], top_tok[rows, parent, child][..., None]], -1)
+            cum, counts = cand_cum[rows, parent, child], cand_counts[rows, parent, child]
+        # the final beams have equal length: the best by the same score, on each finished
+        # sequence's own routing
         final = -cum
-    return beams[torch.arange(n), final.argmin(-1)].cpu()
+        if math.isfinite(self.tau):
+            final = final / steps + self._sigma(counts) / self.tau
+        return beams[torch.arange(n), final.argmin(-1)].cpu()

@@ -12,7 +12,7 @@ import torch
 
 from icml25_core import check_array, check_scalar
 
-from .quantizer import QuantizedWeight, check_bits, check_group_size, encode, grid
+from .quantizer import QuantizedWeight, check_bits, check_clip, check_group_size, encode, grid
 
 
 class Hessian:
@@ -46,6 +46,7 @@ def gptq(
     act_order: bool = False,
     blocksize: int = 128,
     damp: float = 0.01,
+    clip: str = "minmax",
 ) -> QuantizedWeight:
     """Quantize ``w`` ``(rows, cols)`` with GPTQ for the input Hessian ``H`` ``(cols, cols)``.
 
@@ -64,8 +65,13 @@ def gptq(
     damp : float
         ``H + damp * mean(diag(H)) I`` before inversion. Columns with ``H_jj = 0`` (inputs
         never seen) get ``H_jj = 1`` and their weights are quantized as zero, as in GPTQ.
+    clip : {"minmax", "mse"}
+        Each grid from the min-max range or the MSE clipping search
+        (:func:`moequant.quantizer.grid`), on the weights as GPTQ has updated them when
+        the group starts (the whole matrix up front with ``group_size=-1``).
     """
     check_bits(bits)
+    check_clip(clip)
     rows, cols = w.shape
     check_group_size(group_size, cols)
     if H.shape != (cols, cols):
@@ -91,7 +97,7 @@ def gptq(
     codes = torch.zeros(rows, cols, dtype=torch.int64, device=W.device)
     scales, zeros = [], []
     if group_size == -1:
-        scale, zero = grid(W, bits, sym)
+        scale, zero = grid(W, bits, sym, clip)
         scales, zeros = [scale], [zero]
     for i1 in range(0, cols, blocksize):
         i2 = min(i1 + blocksize, cols)
@@ -100,7 +106,7 @@ def gptq(
         Hinv1 = Hinv[i1:i2, i1:i2]
         for i in range(i2 - i1):
             if group_size != -1 and (i1 + i) % g == 0:
-                scale, zero = grid(W1[:, i : i + g], bits, sym)
+                scale, zero = grid(W1[:, i : i + g], bits, sym, clip)
                 scales.append(scale)
                 zeros.append(zero)
             col = W1[:, i]

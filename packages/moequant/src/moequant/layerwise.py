@@ -36,7 +36,7 @@ from icml25_core import track
 from .adapters import MoEAdapter, adapter_for, get, moe_block
 from .gptq_solver import Hessian, gptq, reconstruction_error
 from .modules import PackedWeight, QuantExperts, QuantLinear, QuantRouter
-from .quantizer import QuantizedWeight, check_bits, check_group_size, rtn
+from .quantizer import QuantizedWeight, check_bits, check_clip, check_group_size, rtn
 from .token_ids import check_token_ids
 
 METHODS = ("moequant", "gptq", "rtn")
@@ -54,6 +54,7 @@ class QuantConfig:
     damp: float
     affinity_power: float
     modules: dict[str, str] = field(default_factory=dict)  # name -> linear|router|experts
+    clip: str = "minmax"  # absent from configs saved before 0.5
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -150,10 +151,18 @@ class _Quantizer:
     ) -> QuantizedWeight:
         cfg = self.cfg
         if cfg.method == "rtn" or H is None or H.n == 0:
-            qw = rtn(w, cfg.bits, cfg.group_size, cfg.sym)
+            qw = rtn(w, cfg.bits, cfg.group_size, cfg.sym, cfg.clip)
         else:
             qw = gptq(
-                w, H.H, cfg.bits, cfg.group_size, cfg.sym, cfg.act_order, self.blocksize, cfg.damp
+                w,
+                H.H,
+                cfg.bits,
+                cfg.group_size,
+                cfg.sym,
+                cfg.act_order,
+                self.blocksize,
+                cfg.damp,
+                cfg.clip,
             )
         if H is not None and H.n:
             deq = qw.dequantize()
@@ -286,6 +295,7 @@ def quantize(
     damp: float = 0.01,
     blocksize: int = 128,
     affinity_power: float = 1.0,
+    clip: str = "minmax",
     batch_size: int = 8,
     allow_dense: bool = False,
     show_progress: bool = False,
@@ -309,6 +319,9 @@ def quantize(
         checkpoints do not load in transformers (see :func:`moequant.export.export`).
     affinity_power : float
         ``p`` in ``c^p`` (AGQ); 1 is the paper's formula, 2 scales the inputs by ``c``.
+    clip : {"minmax", "mse"}
+        Grids from each group's min-max range, or the MSE search of the clipping ratio
+        (the official code's ``--w_clip``, used for the paper's results).
     batch_size : int
         Calibration sequences per forward pass.
     allow_dense : bool
@@ -324,6 +337,7 @@ def quantize(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     check_bits(bits)
+    check_clip(clip)
     if any(isinstance(m, (QuantLinear, QuantExperts, QuantRouter)) for m in model.modules()):
         raise ValueError(
             "model is already quantized (it holds moequant's packed modules): quantize the "
@@ -362,7 +376,7 @@ def quantize(
         if block is not None:
             check_group_size(group_size, get(block, adapter.experts).down_proj.shape[2])
 
-    cfg = QuantConfig(method, bits, group_size, sym, act_order, damp, affinity_power)
+    cfg = QuantConfig(method, bits, group_size, sym, act_order, damp, affinity_power, clip=clip)
     quant = _Quantizer(cfg, blocksize)
     was_training = model.training
     model.eval()

@@ -5,6 +5,10 @@ grouped) is mapped to codes ``q = clamp(round(w / s) + z, 0, 2^b - 1)`` and back
 ``s (q - z)``. Asymmetric grids take ``s = (max - min) / (2^b - 1)`` and ``z = round(-min /
 s)`` over the range widened to include 0; symmetric grids take ``s = 2 max|w| / (2^b - 1)``
 and ``z = 2^(b-1)``.
+
+``clip="mse"`` shrinks that range by the factor ``p = 1 - i / 100``, ``i = 0 .. 79``, and
+keeps per row the ``p`` with the least ``sum |Q(w) - w|^2.4`` (GPTQ's and the official
+MoEQuant code's ``WeightQuantizer(mse=True)``, the ``--w_clip`` of the paper's results).
 """
 
 from __future__ import annotations
@@ -32,20 +36,52 @@ def check_group_size(group_size: int, columns: int) -> None:
         )
 
 
-def grid(w: torch.Tensor, bits: int, sym: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scale and zero point per row of ``w`` ``(rows, cols)``: two ``(rows, 1)`` tensors."""
+CLIPS = ("minmax", "mse")
+#: the clipping search of ``clip="mse"``: shrink steps, the least factor, the error's norm
+MSE_GRID, MSE_MAXSHRINK, MSE_NORM = 100, 0.8, 2.4
+
+
+def check_clip(clip: str) -> None:
+    if clip not in CLIPS:
+        raise ValueError(f"clip must be one of {CLIPS}, got {clip!r}")
+
+
+def _range_grid(lo, hi, bits: int, sym: bool) -> tuple[torch.Tensor, torch.Tensor]:
     maxq = 2**bits - 1
-    w = w.float()
     if sym:
-        amax = w.abs().amax(1, keepdim=True)
-        amax = torch.where(amax == 0, torch.ones_like(amax), amax)
-        return 2 * amax / maxq, torch.full_like(amax, (maxq + 1) / 2)
-    lo = w.amin(1, keepdim=True).clamp(max=0)
-    hi = w.amax(1, keepdim=True).clamp(min=0)
-    empty = (lo == 0) & (hi == 0)
-    lo, hi = torch.where(empty, -1.0, lo), torch.where(empty, 1.0, hi)
+        return 2 * hi / maxq, torch.full_like(hi, (maxq + 1) / 2)
     scale = (hi - lo) / maxq
     return scale, torch.round(-lo / scale)
+
+
+def grid(
+    w: torch.Tensor, bits: int, sym: bool, clip: str = "minmax"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale and zero point per row of ``w`` ``(rows, cols)``: two ``(rows, 1)`` tensors;
+    ``clip="mse"`` searches the clipping ratio (module doc)."""
+    w = w.float()
+    if sym:
+        hi = w.abs().amax(1, keepdim=True)
+        hi = torch.where(hi == 0, torch.ones_like(hi), hi)
+        lo = -hi
+    else:
+        lo = w.amin(1, keepdim=True).clamp(max=0)
+        hi = w.amax(1, keepdim=True).clamp(min=0)
+        empty = (lo == 0) & (hi == 0)
+        lo, hi = torch.where(empty, -1.0, lo), torch.where(empty, 1.0, hi)
+    scale, zero = _range_grid(lo, hi, bits, sym)
+    if clip == "minmax":
+        return scale, zero
+    check_clip(clip)
+    best = torch.full_like(scale, math.inf)
+    for i in range(int(MSE_MAXSHRINK * MSE_GRID)):
+        p = 1 - i / MSE_GRID
+        s1, z1 = _range_grid(p * lo, p * hi, bits, sym)
+        err = (decode(encode(w, s1, z1, bits), s1, z1) - w).abs().pow(MSE_NORM).sum(1, True)
+        better = err < best  # ties keep the wider range, as the official search
+        best = torch.where(better, err, best)
+        scale, zero = torch.where(better, s1, scale), torch.where(better, z1, zero)
+    return scale, zero
 
 
 def encode(w: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bits: int) -> torch.Tensor:
@@ -84,15 +120,19 @@ class QuantizedWeight:
 
 
 def rtn(
-    w: torch.Tensor, bits: int = 4, group_size: int = 128, sym: bool = False
+    w: torch.Tensor, bits: int = 4, group_size: int = 128, sym: bool = False, clip: str = "minmax"
 ) -> QuantizedWeight:
-    """Round-to-nearest quantization of ``w`` ``(rows, cols)``, per row or per column group."""
+    """Round-to-nearest quantization of ``w`` ``(rows, cols)``, per row or per column group;
+    ``clip`` as in :func:`grid`."""
     check_bits(bits)
+    check_clip(clip)
     check_array(w, "w", ndim=2)  # NaN weights gave int64-min codes
     cols = w.shape[1]
     check_group_size(group_size, cols)
     g = cols if group_size == -1 else group_size
-    scales, zeros = zip(*(grid(w[:, i : i + g], bits, sym) for i in range(0, cols, g)), strict=True)
+    scales, zeros = zip(
+        *(grid(w[:, i : i + g], bits, sym, clip) for i in range(0, cols, g)), strict=True
+    )
     scales, zeros = torch.cat(scales, 1), torch.cat(zeros, 1)
     g_idx = torch.arange(cols) // g
     codes = encode(w.float(), scales[:, g_idx], zeros[:, g_idx], bits)
