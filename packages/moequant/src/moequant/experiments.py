@@ -233,7 +233,7 @@ EBSS_PAPER = {
 }
 PAPER_SETS = ("random text", "random tokens", "self-generated", *EBSS_PAPER)
 #: the calibration sets each of GPTQ and GPTQ + AGQ is run with
-PAPER_CALIBRATION = ("random text", "random tokens", *list(EBSS_PAPER)[:2])
+PAPER_CALIBRATION = ("random text", "random tokens", *EBSS_PAPER)
 
 
 def _paper_name(method: str, cal: str) -> str:
