@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .layerwise import QuantConfig, quantize
     from .modules import KERNELS, PackedWeight, QuantExperts, QuantLinear, QuantRouter, set_kernel
     from .quantizer import QuantizedWeight, pack, rtn, unpack
+    from .rotation import rotate
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
 
@@ -45,6 +46,7 @@ __all__ = [
     "random_tokens",
     "reconstruction_error",
     "register_adapter",
+    "rotate",
     "routing_counts",
     "rtn",
     "save_quantized",

@@ -2,8 +2,8 @@
 package on the Python standard library's sources (cached), quantized at 3 and 4 bits, in
 two regimes: ``moe-ptq`` (asymmetric groups of 32 / 64, min-max grids; EBSS with sigma on
 the parent, as measured up to 0.4) and ``moe-ptq-paper`` (the paper's: symmetric
-per-channel grids with the MSE clipping search; EBSS with sigma on the candidate and on
-the parent).
+per-channel grids with the MSE clipping search; EBSS with sigma on the candidate, on the
+parent and on counts; and three rows on the Hadamard-rotated model, MoEQuant++ among them).
 
 Calibration sets (``n`` sequences of ``L`` tokens): random windows of the training text
 (the usual GPTQ calibration), uniformly random tokens, plain self-generation (sampling),
@@ -38,6 +38,7 @@ from .calibration import ebss, expert_balance, random_tokens, self_generate
 from .evaluation import perplexity
 from .layerwise import quantize
 from .lm import cached_model
+from .rotation import rotate
 
 PROFILES = {
     "smoke": {
@@ -240,12 +241,20 @@ def _paper_name(method: str, cal: str) -> str:
     return f"{'GPTQ' if method == 'gptq' else 'GPTQ+AGQ'} ({cal})"
 
 
+PAPER_MOEQUANT = _paper_name("moequant", "EBSS (candidate sigma)")
+PAPER_GPTQ = _paper_name("gptq", "random text")
+#: rows on the rotated model (QuaRot's R1, :func:`moequant.rotate`; MoEQuant++ = rotation +
+#: MoEQuant): name, method, calibration set
+ROTATED = (
+    ("RTN + rotation", "rtn", "random text"),
+    (f"{PAPER_GPTQ} + rotation", "gptq", "random text"),
+    ("MoEQuant++: " + PAPER_MOEQUANT + " + rotation", "moequant", "EBSS (candidate sigma)"),
+)
 PAPER_METHODS = (
     RTN,
     *(_paper_name(m, c) for m in ("gptq", "moequant") for c in PAPER_CALIBRATION),
+    *(name for name, _, _ in ROTATED),
 )
-PAPER_MOEQUANT = _paper_name("moequant", "EBSS (candidate sigma)")
-PAPER_GPTQ = _paper_name("gptq", "random text")
 
 
 def _run_paper(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
@@ -283,14 +292,19 @@ def _run_paper(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows.append(
         Row(FP, seed, {"ppl": fp, "gap": 0.0}, {"part": "quantization", "bits": 16}, baseline=True)
     )
-    plan = [(RTN, "rtn", "random text")] + [
-        (_paper_name(m, c), m, c) for m in ("gptq", "moequant") for c in PAPER_CALIBRATION
+    plan = [(RTN, "rtn", "random text", False)]
+    plan += [
+        (_paper_name(m, c), m, c, False) for m in ("gptq", "moequant") for c in PAPER_CALIBRATION
     ]
+    plan += [(name, m, c, True) for name, m, c in ROTATED]
     for bits in BITS:
-        for name, method, cal in plan:
+        for name, method, cal, rotated in plan:
             t0 = time.perf_counter()
+            work = copy.deepcopy(model)
+            if rotated:
+                rotate(work, "hadamard", seed=seed)
             q, log = quantize(
-                copy.deepcopy(model),
+                work,
                 sets[cal],
                 method,
                 bits,
