@@ -24,6 +24,11 @@ def test_imbalance_oracles():
     assert torch.equal(imbalance(uniform), torch.zeros(2))
     one_hot = torch.tensor([[[8, 0, 0, 0]]])  # frequencies (1, 0, 0, 0): std sqrt(3)/4
     torch.testing.assert_close(imbalance(one_hot), torch.tensor([math.sqrt(3) / 4]))
+    # raw counts (8, 0, 0, 0): mean 2, variance (36 + 3 * 4) / 4 = 12
+    torch.testing.assert_close(imbalance(one_hot, "count"), torch.tensor([math.sqrt(12)]).double())
+    assert torch.equal(imbalance(uniform, "count"), torch.zeros(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="balance"):
+        imbalance(uniform, "counts")
 
 
 def test_ebss_with_infinite_tau_is_transformers_beam_search():

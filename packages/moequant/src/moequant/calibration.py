@@ -66,17 +66,28 @@ def routing_counts(model: nn.Module, input_ids: torch.Tensor, batch_size: int = 
         ids = input_ids[i : i + batch_size].to(device)
         with torch.no_grad(), _recording(routers) as found:
             model(ids, use_cache=False)
-        b = ids.shape[0]
-        per_layer = [
-            torch.nn.functional.one_hot(idx.reshape(b, -1), n_exp).sum(1) for idx in found
-        ]  # each (b, experts)
-        out.append(torch.stack(per_layer, 1))
+        out.append(_counts(found, ids.shape[0], n_exp))
     return torch.cat(out).cpu()
 
 
-def imbalance(counts: torch.Tensor) -> torch.Tensor:
-    """``sigma``: mean over layers of the std over experts of routing frequencies;
-    ``counts`` ``(..., layers, experts)`` -> ``(...)``."""
+def _counts(found: list[torch.Tensor], rows: int, n_exp: int) -> torch.Tensor:
+    """The expert indices recorded by :func:`_recording` for ``rows`` sequences as top-k
+    counts per sequence, MoE layer and expert ``(rows, layers, experts)``."""
+    return torch.stack([F.one_hot(idx.reshape(rows, -1), n_exp).sum(1) for idx in found], 1)
+
+
+SIGMA_ON = ("candidate", "parent")
+BALANCES = ("frequency", "count")
+
+
+def imbalance(counts: torch.Tensor, balance: str = "frequency") -> torch.Tensor:
+    """``sigma``: mean over layers of the std over experts of the routing frequencies
+    (counts normalised per layer, in float32) or, with ``balance="count"``, of the raw
+    counts (in float64); ``counts`` ``(..., layers, experts)`` -> ``(...)``."""
+    if balance not in BALANCES:
+        raise ValueError(f"balance must be one of {BALANCES}, got {balance!r}")
+    if balance == "count":
+        return counts.double().std(-1, unbiased=False).mean(-1)
     freq = counts.float() / counts.float().sum(-1, keepdim=True).clamp(min=1)
     return freq.std(-1, unbiased=False).mean(-1)
 
@@ -185,10 +196,6 @@ def self_generate(
     return torch.cat(out)
 
 
-SIGMA_ON = ("candidate", "parent")
-BALANCES = ("frequency", "count")
-
-
 @torch.no_grad()
 def ebss(
     model: nn.Module,
@@ -289,17 +296,9 @@ class _BeamSearch:
         of the tokens ``ids`` ``(rows, t)`` fed ``(rows, layers, experts)``."""
         with _recording(self.routers) as found:
             out = self.model(ids, use_cache=True, **{self.cache_arg: cache})
-        rows = ids.shape[0]
-        counts = torch.stack(
-            [F.one_hot(idx.reshape(rows, -1), self.n_exp).sum(1) for idx in found], 1
-        )
+        counts = _counts(found, ids.shape[0], self.n_exp)
         cache = out.cache if hasattr(out, "cache") else out.past_key_values
         return out.logits[:, -1].double(), cache, counts.double()
-
-    def _sigma(self, counts):
-        if self.balance == "count":
-            return counts.std(-1, unbiased=False).mean(-1)
-        return imbalance(counts).double()
 
     def _bar_repeats(self, logp, beams):
         """Bar tokens that would repeat an ``N``-gram of their beam (in place)."""
@@ -343,7 +342,7 @@ class _BeamSearch:
             score = -(cand_cum / (step + 1))
             if math.isfinite(self.tau):
                 judged = cand_counts if self.sigma_on == "candidate" else counts[:, :, None]
-                score = score + self._sigma(judged) / self.tau
+                score = score + imbalance(judged, self.balance).double() / self.tau
             keep = min(w, b * kk)
             best = score.reshape(n, -1).topk(keep, dim=-1, largest=False).indices  # (n, keep)
             parent, child = best // kk, best % kk
@@ -356,5 +355,5 @@ class _BeamSearch:
         # sequence's own routing
         final = -cum
         if math.isfinite(self.tau):
-            final = final / steps + self._sigma(counts) / self.tau
+            final = final / steps + imbalance(counts, self.balance).double() / self.tau
         return beams[torch.arange(n), final.argmin(-1)].cpu()

@@ -88,7 +88,14 @@ def _text_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> torch.Te
     return torch.stack([ids[s : s + length] for s in starts.tolist()])
 
 
-def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
+def _run_regime(
+    cfg: dict, seed: int, out_dir: Path, ebss_sets: dict, plan: list, **grid
+) -> list[Row]:
+    """One seed of a regime: the calibration sets (random text, random tokens,
+    self-generated, and EBSS with each of ``ebss_sets``' keyword arguments) with their
+    expert balance, then every ``plan`` row ``(name, method, calibration set,
+    affinity_power, rotated)`` at each bit width, quantized with the ``grid`` arguments of
+    :func:`quantize`."""
     torch.manual_seed(seed)
     model, tok, train_ids, test_ids = cached_model(
         cfg["steps"], hidden=cfg["hidden"], show_progress=True
@@ -100,12 +107,9 @@ def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     sets["random tokens"] = random_tokens(model, tok, n, length, seed)
     sets["self-generated"] = self_generate(model, tok, n, length, seed)
     ebss_s = {}
-    for name, tau in EBSS_TAUS.items():
+    for name, options in ebss_sets.items():
         t0 = time.perf_counter()
-        # sigma on the parent: the EBSS this regime's table was measured with (<= 0.4)
-        sets[name] = ebss(
-            model, tok, n, length, beam_width=4, tau=tau, seed=seed, sigma_on="parent"
-        )
+        sets[name] = ebss(model, tok, n, length, beam_width=4, seed=seed, **options)
         ebss_s[name] = time.perf_counter() - t0
     rows, counts = [], {}
     for name, ids in sets.items():
@@ -115,6 +119,7 @@ def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
             "mean_std": stats["mean_std"],
             "min_count": stats["min_count"],
             "coverage": stats["coverage"],
+            "distinct_4grams": _distinct(ids, 4),
         }
         if name in ebss_s:
             metrics["generation_s"] = ebss_s[name]
@@ -125,28 +130,13 @@ def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
     rows.append(
         Row(FP, seed, {"ppl": fp, "gap": 0.0}, {"part": "quantization", "bits": 16}, baseline=True)
     )
-    plan = (
-        (RTN, "rtn", "random text", 1.0),
-        (GPTQ, "gptq", "random text", 1.0),
-        (GPTQ_EBSS, "gptq", "EBSS", 1.0),
-        (MOEQUANT, "moequant", "EBSS", 1.0),
-        (MOEQUANT_C2, "moequant", "EBSS", 2.0),
-        (GPTQ_EBSS01, "gptq", "EBSS (tau 0.1)", 1.0),
-        (MOEQUANT01, "moequant", "EBSS (tau 0.1)", 1.0),
-    )
     for bits in BITS:
-        for name, method, cal, power in plan:
+        for name, method, cal, power, rotated in plan:
             t0 = time.perf_counter()
-            q, log = quantize(
-                copy.deepcopy(model),
-                sets[cal],
-                method,
-                bits,
-                cfg["group"],
-                sym=False,  # the asymmetric regime this experiment has always measured
-                affinity_power=power,
-                log=True,
-            )
+            work = copy.deepcopy(model)
+            if rotated:
+                rotate(work, "hadamard", seed=seed)
+            q, log = quantize(work, sets[cal], method, bits, affinity_power=power, log=True, **grid)
             seconds = time.perf_counter() - t0
             ppl = perplexity(q, test_ids, EVAL_LEN)
             error = sum(v["error"] for v in log["errors"].values())
@@ -156,11 +146,33 @@ def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
                     seed,
                     {"ppl": ppl, "gap": ppl - fp, "layer_error": error, "quantize_s": seconds},
                     {"part": "quantization", "bits": bits},
-                    baseline=name not in (MOEQUANT, MOEQUANT_C2, MOEQUANT01),
+                    baseline=method != "moequant",
                 )
             )
     rows.append(Row("(setup)", seed, {"wall_s": time.perf_counter() - start}, {"part": "setup"}))
     return rows
+
+
+def _distinct(ids: torch.Tensor, n: int) -> float:
+    """Share of distinct ``n``-grams among all of a set's ``n``-grams (1 = no repetition)."""
+    grams = ids.unfold(1, n, 1).reshape(-1, n)
+    return len({tuple(g) for g in grams.tolist()}) / len(grams)
+
+
+def _run(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
+    plan = [
+        (RTN, "rtn", "random text", 1.0, False),
+        (GPTQ, "gptq", "random text", 1.0, False),
+        (GPTQ_EBSS, "gptq", "EBSS", 1.0, False),
+        (MOEQUANT, "moequant", "EBSS", 1.0, False),
+        (MOEQUANT_C2, "moequant", "EBSS", 2.0, False),
+        (GPTQ_EBSS01, "gptq", "EBSS (tau 0.1)", 1.0, False),
+        (MOEQUANT01, "moequant", "EBSS (tau 0.1)", 1.0, False),
+    ]
+    # sigma on the parent: the EBSS this regime's table was measured with (<= 0.4)
+    ebss_sets = {name: {"tau": tau, "sigma_on": "parent"} for name, tau in EBSS_TAUS.items()}
+    # the asymmetric group-wise regime this experiment has always measured
+    return _run_regime(cfg, seed, out_dir, ebss_sets, plan, group_size=cfg["group"], sym=False)
 
 
 def _judge(rows: list[Row]) -> Verdict:
@@ -258,81 +270,16 @@ PAPER_METHODS = (
 
 
 def _run_paper(cfg: dict, seed: int, out_dir: Path) -> list[Row]:
-    torch.manual_seed(seed)
-    model, tok, train_ids, test_ids = cached_model(
-        cfg["steps"], hidden=cfg["hidden"], show_progress=True
-    )
-    test_ids = test_ids[: cfg["test_tokens"]]
-    n, length = cfg["n_cal"], cfg["cal_len"]
-    start = time.perf_counter()
-    sets = {"random text": _text_windows(train_ids, n, length, seed)}
-    sets["random tokens"] = random_tokens(model, tok, n, length, seed)
-    sets["self-generated"] = self_generate(model, tok, n, length, seed)
-    ebss_s = {}
-    for name, options in EBSS_PAPER.items():
-        t0 = time.perf_counter()
-        sets[name] = ebss(model, tok, n, length, beam_width=4, tau=1.2, seed=seed, **options)
-        ebss_s[name] = time.perf_counter() - t0
-    rows, counts = [], {}
-    for name, ids in sets.items():
-        stats = expert_balance(model, ids)
-        counts[name] = stats["counts"].tolist()
-        metrics = {
-            "mean_std": stats["mean_std"],
-            "min_count": stats["min_count"],
-            "coverage": stats["coverage"],
-            "distinct_4grams": _distinct(ids, 4),
-        }
-        if name in ebss_s:
-            metrics["generation_s"] = ebss_s[name]
-        rows.append(Row(name, seed, metrics, {"part": "calibration"}, baseline=name not in ebss_s))
-    (out_dir / f"balance_seed{seed}.json").write_text(json.dumps(counts))
-
-    fp = perplexity(model, test_ids, EVAL_LEN)
-    rows.append(
-        Row(FP, seed, {"ppl": fp, "gap": 0.0}, {"part": "quantization", "bits": 16}, baseline=True)
-    )
-    plan = [(RTN, "rtn", "random text", False)]
+    plan = [(RTN, "rtn", "random text", 1.0, False)]
     plan += [
-        (_paper_name(m, c), m, c, False) for m in ("gptq", "moequant") for c in PAPER_CALIBRATION
+        (_paper_name(m, c), m, c, 1.0, False)
+        for m in ("gptq", "moequant")
+        for c in PAPER_CALIBRATION
     ]
-    plan += [(name, m, c, True) for name, m, c in ROTATED]
-    for bits in BITS:
-        for name, method, cal, rotated in plan:
-            t0 = time.perf_counter()
-            work = copy.deepcopy(model)
-            if rotated:
-                rotate(work, "hadamard", seed=seed)
-            q, log = quantize(
-                work,
-                sets[cal],
-                method,
-                bits,
-                group_size=-1,  # per output channel
-                sym=True,
-                clip="mse",
-                log=True,
-            )
-            seconds = time.perf_counter() - t0
-            ppl = perplexity(q, test_ids, EVAL_LEN)
-            error = sum(v["error"] for v in log["errors"].values())
-            rows.append(
-                Row(
-                    name,
-                    seed,
-                    {"ppl": ppl, "gap": ppl - fp, "layer_error": error, "quantize_s": seconds},
-                    {"part": "quantization", "bits": bits},
-                    baseline=method != "moequant",
-                )
-            )
-    rows.append(Row("(setup)", seed, {"wall_s": time.perf_counter() - start}, {"part": "setup"}))
-    return rows
-
-
-def _distinct(ids: torch.Tensor, n: int) -> float:
-    """Share of distinct ``n``-grams among all of a set's ``n``-grams (1 = no repetition)."""
-    grams = ids.unfold(1, n, 1).reshape(-1, n)
-    return len({tuple(g) for g in grams.tolist()}) / len(grams)
+    plan += [(name, m, c, 1.0, True) for name, m, c in ROTATED]
+    ebss_sets = {name: {"tau": 1.2, **options} for name, options in EBSS_PAPER.items()}
+    # per output channel, symmetric, MSE clipping search: the paper's regime
+    return _run_regime(cfg, seed, out_dir, ebss_sets, plan, group_size=-1, sym=True, clip="mse")
 
 
 def _judge_paper(rows: list[Row]) -> Verdict:
