@@ -11,10 +11,20 @@ from tabicl_lite.model import standardize
 from .conftest import TINY
 
 
-@pytest.fixture
-def model():
+def lite_config(generation: int = 1, **fields) -> TabICLConfig:
+    """The lite sizes as a v1 network, or with every TabICL v2 mechanism."""
+    lite = TabICLConfig.lite()
+    if generation == 1:
+        return TabICLConfig(**{**lite.__dict__, **fields})
+    sizes = ("embed_dim", "col_blocks", "col_heads", "n_inducing", "row_blocks", "row_heads")
+    sizes += ("icl_blocks", "icl_heads")
+    return TabICLConfig.v2(**{k: getattr(lite, k) for k in sizes}, **fields)
+
+
+@pytest.fixture(params=[1, 2], ids=["v1", "v2"])
+def model(request):
     torch.manual_seed(0)
-    return TabICL(TabICLConfig.lite()).double().eval()
+    return TabICL(lite_config(request.param, standardize=True)).double().eval()
 
 
 @pytest.fixture
@@ -191,10 +201,11 @@ def test_chunked_column_and_row_stages_equal_one_pass(table):
     torch.testing.assert_close(chunked(X, y, 4), whole(X, y, 4), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("generation", [1, 2])
 @pytest.mark.parametrize("standardize", [True, False])
 @pytest.mark.parametrize("keys_values", [True, False])
 @torch.no_grad()
-def test_a_cached_context_gives_the_full_forward(table, standardize, keys_values):
+def test_a_cached_context_gives_the_full_forward(table, standardize, keys_values, generation):
     """forward_context(test rows, context(training rows)) is forward(all rows): the
     training rows never read a test row, so running them once is exact (float64, chunked
     column and row stages included)."""
@@ -203,8 +214,8 @@ def test_a_cached_context_gives_the_full_forward(table, standardize, keys_values
         X = X.clone()
         X[0, 3, 2] = X[1, 50, 4] = float("nan")  # missing in a training and a test row
     torch.manual_seed(5)
-    cfg = TabICLConfig(**{**TabICLConfig.lite().__dict__, "standardize": standardize})
-    model = TabICL(cfg, chunk_cells=90).double().eval()
+    model = TabICL(lite_config(generation, standardize=standardize), chunk_cells=90)
+    model = model.double().eval()
     context = model.context(X[:, :40], y, keys_values=keys_values)
     assert (context.keys_values is not None) == keys_values
     cached = model.forward_context(X[:, 40:], context, 4)
@@ -215,7 +226,8 @@ def test_a_cached_context_gives_the_full_forward(table, standardize, keys_values
     )
     torch.testing.assert_close(alone, cached[:, :3], rtol=1e-12, atol=1e-12)
     rows = model.represent_context(X[:, 40:], context)
-    torch.testing.assert_close(rows, model.represent(X, 40)[:, 40:], rtol=1e-12, atol=1e-12)
+    full = model.represent(X, 40, y_train=y)
+    torch.testing.assert_close(rows, full[:, 40:], rtol=1e-12, atol=1e-12)
 
 
 @torch.no_grad()
@@ -223,7 +235,9 @@ def test_the_context_holds_what_its_docstring_says(model, table):
     X, y = table
     full, light = model.context(X[:, :40], y), model.context(X[:, :40], y, keys_values=False)
     cfg = model.config
-    assert [tuple(s.shape) for s in full.summaries] == [(2, 7, cfg.n_inducing, cfg.embed_dim)] * 2
+    assert [tuple(s.shape) for s in full.summaries] == [
+        (2, 7, 1, cfg.n_inducing, cfg.embed_dim)
+    ] * 2
     assert full.rows.shape == (2, 40, cfg.icl_dim) and full.n_train == 40
     kv_numbers = 2 * cfg.icl_blocks * 2 * 40 * cfg.icl_dim  # 2 tables
     assert full.nbytes - light.nbytes == kv_numbers * 8  # float64
@@ -237,7 +251,7 @@ def test_the_context_holds_what_its_docstring_says(model, table):
 def test_views_share_each_tables_column_embedding_and_give_the_stacked_logits(model):
     """forward(X, views=(tables, columns)) equals forward on the stacked views (column
     orders, a repeated column, a subset), with and without a context; the column stage
-    runs on the tables, not on the views."""
+    of a v1 network runs on the tables, not on the views."""
     g = torch.Generator().manual_seed(7)
     X = torch.randn(2, 50, 6, generator=g, dtype=torch.float64)
     X[0, 5, 1] = float("nan")
@@ -251,7 +265,9 @@ def test_views_share_each_tables_column_embedding_and_give_the_stacked_logits(mo
     model.col.register_forward_hook(lambda mod, args, out: seen.append(args[0].shape[0]))
     views = (tables, columns)
     torch.testing.assert_close(model(X, y, 3, views=views), expected, rtol=1e-12, atol=1e-12)
-    assert set(seen) == {2}  # the two tables, not the five views
+    # v1: the two tables, not the five views; v2: the column stage depends on the order
+    # (feature groups) and the labels (target-aware), so every view is embedded
+    assert set(seen) == ({2} if model.config.generation == 1 else {5})
     for keys_values in (True, False):
         context = model.context(X[:, :35], y, keys_values=keys_values, views=views)
         cached = model.forward_context(X[:, 35:], context, 3)
@@ -267,3 +283,38 @@ def test_views_share_each_tables_column_embedding_and_give_the_stacked_logits(mo
         model(X, y, 3, views=(tables, columns + 6))
     with pytest.raises(ValueError, match=r"views' tables must be int64 indices in \[0, 2\)"):
         model(X, y, 3, views=(tables + 1, columns))
+
+
+@pytest.mark.parametrize("standardize", [True, False])
+@torch.no_grad()
+def test_v2_context_with_more_classes_than_max_classes(standardize):
+    """A target-aware network with 25 classes (two mixed-radix digits): the context keeps
+    one inducing summary per digit and represent_context equals represent; the labels
+    reach the column stage (other labels, other representations)."""
+    torch.manual_seed(3)
+    model = TabICL(lite_config(2, standardize=standardize), chunk_cells=200).double().eval()
+    g = torch.Generator().manual_seed(8)
+    X = torch.randn(2, 90, 5, generator=g, dtype=torch.float64)
+    y = torch.arange(75).repeat(2, 1) % 25
+    context = model.context(X[:, :75], y, keys_values=False)
+    assert context.summaries[0].shape[:3] == (2, 5, 2)
+    rows = model.represent_context(X[:, 75:], context)
+    full = model.represent(X, 75, y_train=y)
+    torch.testing.assert_close(rows, full[:, 75:], rtol=1e-12, atol=1e-12)
+    assert (model.represent(X, 75, y_train=y.flip(1)) - full).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="y_train is required: the model's column stage"):
+        model.represent(X, 75)
+    with pytest.raises(TypeError, match="integer class labels"):
+        model.represent(X, 75, y_train=y.double())
+
+
+def test_v2_config_refuses_what_is_not_implemented():
+    with pytest.raises(ValueError, match="feature_group must be one of"):
+        TabICLConfig.v2(feature_group="valid")
+    with pytest.raises(ValueError, match="col_ssmax must be one of"):
+        TabICLConfig.v2(col_ssmax="ssmax")
+    with pytest.raises(ValueError, match="col_affine=True needs feature_group='none'"):
+        TabICLConfig.v2(col_affine=True)
+    with pytest.raises(TypeError, match="target_aware must be True or False"):
+        TabICLConfig.v2(target_aware=1)
+    assert TabICLConfig().generation == 1 and TabICLConfig.v2().generation == 2

@@ -41,9 +41,10 @@ from .preprocessing import (
 )
 
 PREPROCESSING = ("auto", "official", "lite")
-#: ensemble size when ``n_estimators=None``: the official classifier's 32 for the official
-#: preprocessing, 8 for this package's own (its small checkpoint gains little beyond)
-DEFAULT_ESTIMATORS = {"official": 32, "lite": 8}
+#: ensemble size when ``n_estimators=None``: the official classifiers' (32 in ``tabicl``
+#: 0.1.4 for v1 checkpoints, 8 in 2.2.0 for v2) with the official preprocessing, 8 for
+#: this package's own (its small checkpoint gains little beyond)
+DEFAULT_ESTIMATORS = {("official", 1): 32, ("official", 2): 8, "lite": 8}
 #: the official hierarchy floors each member's class probabilities: log(p + 1e-6)
 HIERARCHY_FLOOR = 1e-6
 
@@ -81,7 +82,7 @@ def load_model(model_path: str | Path | None = None, device: str | None = None) 
     is reloaded).
 
     ``model_path`` is a checkpoint folder of this package (``config.json`` +
-    ``model.safetensors``) or an official TabICL v1 ``.ckpt`` file, converted on load
+    ``model.safetensors``) or an official TabICL ``.ckpt`` file (v1 or v2), converted on load
     (:func:`tabicl_lite.convert.from_official_checkpoint`).
 
     The returned model is shared and frozen; it is in eval mode and must not be trained.
@@ -123,11 +124,12 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
 
     Two preprocessings (``preprocessing``):
 
-    * ``"official"``: the official TabICL v1 classifier's (:mod:`tabicl_lite.official`):
-      mean imputation, constant columns dropped, standard scaling clipped at ±100, the
-      normaliser fitted on the scaled rows, a two-pass soft outlier clip; members cross a
-      random Latin square of feature orders with class shifts, as the official draws them
-      from ``random_state``. What the official checkpoints were trained on.
+    * ``"official"``: the official TabICL classifier's (:mod:`tabicl_lite.official`) of the
+      checkpoint's generation (``tabicl`` 0.1.4 for v1, 2.2.0 for v2): mean imputation,
+      constant columns dropped, standard scaling clipped at ±100, the normaliser fitted on
+      the scaled rows, a two-pass soft outlier clip; members cross a random Latin square
+      of feature orders with class shifts, as that official draws them from
+      ``random_state``. What the official checkpoints were trained on.
     * ``"lite"``: this package's own: a hard clip at mean ± ``outlier_threshold`` std,
       the normaliser on the clipped rows, cyclic shifts of one random feature order;
       the network standardises the columns itself. What the shipped checkpoint was
@@ -139,8 +141,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     n_estimators : int or None, default=None
-        Ensemble members; ``None``: 32 (the official default) with the official
-        preprocessing, 8 with this package's.
+        Ensemble members; ``None``: the official default with the official preprocessing
+        (32 for a v1 checkpoint, 8 for v2), 8 with this package's.
     norm_methods : tuple of str, default=("none", "power")
         Normalizations cycled over the members: ``"none"``, ``"power"`` (Yeo-Johnson),
         ``"quantile"``; the official preprocessing also has ``"quantile_rtdl"`` and
@@ -168,7 +170,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         With the official preprocessing, replicate the official code's column-embedding
         shortcut: in each batch of 8 members of one normaliser, member ``i`` reads the
         feature order ``P0[Pi^-1[P0]]`` instead of its own ``Pi`` (see the README). Off:
-        every member reads its own order, as the official design intends.
+        every member reads its own order, as the official design intends. v1 networks
+        only (the official v2 classifier has no shortcut).
     batch_size : int, default=1024
         Test rows per forward pass.
     kv_cache : bool or {"kv", "repr"}, default=False
@@ -188,7 +191,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         probabilities at the 1e-2 level.
     model_path : path, optional
         A checkpoint folder (``config.json`` + ``model.safetensors``) or an official TabICL
-        v1 ``.ckpt`` file (converted on load); the checkpoint shipped in the wheel by
+        ``.ckpt`` file, v1 or v2 (converted on load); the checkpoint shipped in the wheel by
         default. Nothing is downloaded.
     device : str, optional
         ``"cuda"``, ``"mps"`` or ``"cpu"``; the best available by default.
@@ -456,7 +459,9 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             )
         max_classes = self.model_.config.max_classes
         self.tree_ = build_tree(n_classes, max_classes) if n_classes > max_classes else None
-        n_estimators = self.n_estimators or DEFAULT_ESTIMATORS[mode]
+        generation = self.model_.config.generation
+        key = (mode, generation) if mode == "official" else mode
+        n_estimators = self.n_estimators or DEFAULT_ESTIMATORS[key]
         if mode == "official":
             self._fit_official(Xf, n_estimators, n_classes)
         else:
@@ -500,7 +505,15 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             )
 
     def _fit_official(self, Xf: np.ndarray, n_estimators: int, n_classes: int) -> None:
-        """The official pipeline on the encoded training rows ``Xf``."""
+        """The official pipeline on the encoded training rows ``Xf``: ``tabicl`` 0.1.4's for a
+        v1 network, 2.2.0's for a v2 one (:func:`~tabicl_lite.official.official_members`)."""
+        generation = self.model_.config.generation
+        if self.official_shortcut and generation == 2:
+            raise ValueError(
+                "official_shortcut=True replicates the v1 classifier's column-embedding "
+                "shortcut; the official v2 classifier embeds every member (feature groups "
+                "depend on the order), so it has none: leave official_shortcut=False"
+            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
             self.impute_ = np.nan_to_num(np.nanmean(Xf, axis=0))
@@ -509,11 +522,8 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             self.keep_ = np.array([np.unique(col).size > 1 for col in Xf.T], dtype=bool)
         else:
             self.keep_ = np.ones(Xf.shape[1], dtype=bool)
-        if not self.keep_.any():
-            raise ValueError(
-                "every feature of X is constant on the training rows; the official "
-                "preprocessing drops constant features and nothing would be left"
-            )
+        if not self.keep_.any():  # as tabicl 2.x: keep one uninformative column
+            self.keep_[0] = True
         Xf = Xf[:, self.keep_]
         seed = _seed(self.random_state)
         shuffle = self.feature_shuffle
@@ -527,6 +537,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
             self.class_shift,
             seed,
             shortcut=self.official_shortcut,
+            generation=generation,
         )
         self.pipelines_ = {}
         normed = {}
@@ -610,7 +621,7 @@ class TabICLClassifier(ClassifierMixin, BaseEstimator):
         # the hierarchy: row representations once, then the in-context stage per tree node
         with self._autocast(device):
             if context is None:
-                rows = self.model_.represent(X, n_train, views=views)
+                rows = self.model_.represent(X, n_train, views=views, y_train=self._labels(device))
             else:
                 rows = torch.cat((context.rows, self.model_.represent_context(test, context)), 1)
         test = torch.arange(n_train, rows.shape[1], device=device)

@@ -1,23 +1,32 @@
-"""Convert the official TabICL v1 checkpoints (``soda-inria/tabicl``) into this package's
-:class:`~tabicl_lite.model.TabICL`.
+"""Convert the official TabICL checkpoints (``soda-inria/tabicl``, v1 and v2 classifiers)
+into this package's :class:`~tabicl_lite.model.TabICL`.
 
-The official v1 network computes the same function as ours; the checkpoint differs by
-names and packing only:
+The official network computes the same function as ours; the checkpoint differs by names
+and packing only:
 
 * each attention block packs ``q``, ``k``, ``v`` in one ``in_proj_weight`` (ours: ``q`` and
   a packed ``kv``) and applies ONE LayerNorm (``norm1``) to queries and keys/values alike
   (ours: ``norm_q`` and ``norm_kv``, both set to ``norm1``);
-* the label encoder is ``Linear(one_hot(y))`` (ours: an embedding, row ``c`` = column ``c``
-  of the weight plus the bias);
+* the label encoders are ``Linear(one_hot(y))`` (ours: an embedding, row ``c`` = column
+  ``c`` of the weight plus the bias);
 * the official network does not standardise the table (its classifier does): the
   converted model has ``standardize=False``.
 
-Accepted checkpoints: a dict ``{"config": ..., "state_dict": ...}`` as written by
-``tabicl`` 0.1.x (v1 keys only) or 2.x with the v1 settings (``col_affine=True``, no
-feature grouping, no target-aware columns, no scalable softmax, interleaved RoPE). A v2
-checkpoint, a regression checkpoint or another activation is refused with the setting
-that is not supported. Files are read with ``torch.load(weights_only=True)``: tensors and
-plain containers only, never an arbitrary pickle.
+Which generation a checkpoint is comes from its contents: a ``config`` with any of the
+``tabicl`` 2.x keys (``col_affine``, ``col_feature_group``, ``col_target_aware``,
+``col_ssmax``, ``icl_ssmax``, ``row_rope_interleaved``, ...) was written by 2.x, and the
+keys it omits take the 2.x constructor's defaults; a config without them (``tabicl``
+0.1.x) takes the 0.1.x defaults; the tensors must then be exactly the ones that network
+has. v1 checkpoints (``tabicl-classifier-v1-20250208.ckpt``,
+``tabicl-classifier-v1.1-20250506.ckpt``) and the v2 classifier
+(``tabicl-classifier-v2-20260212.ckpt``: no affine column output, feature groups of 3,
+target-aware columns, query-aware scalable softmax, half-split RoPE) load. Refused, naming
+the setting: regression checkpoints (``max_classes=0``, e.g. ``tabicl-regressor-v2``),
+LayerNorms without bias, post-norm blocks, other activations than GELU, the "valid"
+feature grouping and the scalable softmaxes other than ``qassmax-mlp-elementwise``
+(none of them in a released classifier). Files are read with
+``torch.load(weights_only=True)``: tensors and plain containers only, never an arbitrary
+pickle.
 
 Command line: ``python -m tabicl_lite.convert IN.ckpt OUT_DIR`` writes ``config.json`` and
 ``model.safetensors`` (a folder :class:`~tabicl_lite.TabICLClassifier` loads with
@@ -39,7 +48,7 @@ from icml25_core.guards import check_state_dict
 
 from .model import TabICL, TabICLConfig
 
-#: official v1 config key -> ours
+#: official config key -> ours
 _CONFIG_KEYS = {
     "max_classes": "max_classes",
     "embed_dim": "embed_dim",
@@ -53,32 +62,105 @@ _CONFIG_KEYS = {
     "icl_num_blocks": "icl_blocks",
     "icl_nhead": "icl_heads",
     "ff_factor": "ff_factor",
+    "col_affine": "col_affine",
+    "col_feature_group": "feature_group",
+    "col_feature_group_size": "feature_group_size",
+    "col_target_aware": "target_aware",
+    "col_ssmax": "col_ssmax",
+    "icl_ssmax": "icl_ssmax",
+    "row_rope_interleaved": "rope_interleaved",
 }
-#: settings a v1 network must have (official 2.x key -> accepted values); the official
-#: 0.1.x config has none of the 2.x keys, which means exactly these values
-_V1_SETTINGS = {
-    "col_affine": (True,),
-    "col_feature_group": (False, "none", None),
-    "col_target_aware": (False,),
-    "col_ssmax": (False, "none", None),
-    "icl_ssmax": (False, "none", None),
-    "row_rope_interleaved": (True,),
-    "bias_free_ln": (False,),
-    "norm_first": (True,),
-    "activation": ("gelu",),
+#: the keys only ``tabicl`` 2.x writes: their presence makes a config a 2.x one
+_V2_KEYS = {
+    "col_affine",
+    "col_feature_group",
+    "col_feature_group_size",
+    "col_target_aware",
+    "col_ssmax",
+    "icl_ssmax",
+    "row_rope_interleaved",
+    "bias_free_ln",
+    "norm_first",
+    "activation",
+    "num_quantiles",
+    "zero_init",
+}
+#: the official constructors' defaults for keys a config omits: 0.1.x (v1) and 2.x
+_DEFAULTS_V1 = {
+    "max_classes": 10,
+    "embed_dim": 128,
+    "col_num_blocks": 3,
+    "col_nhead": 4,
+    "col_num_inds": 128,
+    "row_num_blocks": 3,
+    "row_nhead": 8,
+    "row_num_cls": 4,
+    "row_rope_base": 100000,
+    "icl_num_blocks": 12,
+    "icl_nhead": 4,
+    "ff_factor": 2,
+    "col_affine": True,
+    "col_feature_group": False,
+    "col_feature_group_size": 3,
+    "col_target_aware": False,
+    "col_ssmax": False,
+    "icl_ssmax": False,
+    "row_rope_interleaved": True,
+    "bias_free_ln": False,
+    "norm_first": True,
+    "activation": "gelu",
+}
+_DEFAULTS_V2 = {
+    **_DEFAULTS_V1,
+    "col_nhead": 8,
+    "icl_nhead": 8,
+    "col_affine": False,
+    "col_feature_group": "same",
+    "col_target_aware": True,
+    "col_ssmax": "qassmax-mlp-elementwise",
+    "icl_ssmax": "qassmax-mlp-elementwise",
+}
+#: settings no released classifier uses and this package does not implement
+_UNSUPPORTED = {
+    "bias_free_ln": ((False,), "LayerNorms without bias (the v2 regressor's)"),
+    "norm_first": ((True,), "post-norm blocks"),
+    "activation": (("gelu",), "another activation than GELU"),
 }
 #: official keys that carry no weights of ours (dropout rate is irrelevant at inference;
-#: zero_init/recompute only affect training)
-_IGNORED_CONFIG = {"dropout", "zero_init", "recompute", "col_feature_group_size", "num_quantiles"}
+#: zero_init/recompute only affect training; quantiles only regression)
+_IGNORED_CONFIG = {"dropout", "zero_init", "recompute", "num_quantiles"}
+
+
+def _ssmax(value, key: str) -> str:
+    """The official ``col_ssmax`` / ``icl_ssmax`` value as ours (True is the elementwise
+    query-aware kind, False none)."""
+    ours = {False: "none", None: "none", True: "qassmax-mlp-elementwise"}.get(value, value)
+    if ours not in ("none", "qassmax-mlp-elementwise"):
+        raise ValueError(
+            f"the official checkpoint has {key}={value!r}: a scalable softmax this converter "
+            "does not implement (only 'none' and 'qassmax-mlp-elementwise', the v2 classifier's)"
+        )
+    return ours
+
+
+def _feature_group(value) -> str:
+    ours = {False: "none", None: "none", True: "same"}.get(value, value)
+    if ours not in ("none", "same"):
+        raise ValueError(
+            f"the official checkpoint has col_feature_group={value!r}: a feature grouping this "
+            "converter does not implement (only none and 'same', the v2 classifier's)"
+        )
+    return ours
 
 
 def config_from_official(config: Mapping) -> TabICLConfig:
-    """Our :class:`TabICLConfig` for an official v1 checkpoint's ``config`` dict.
+    """Our :class:`TabICLConfig` for an official checkpoint's ``config`` dict (v1 or v2).
 
     Raises
     ------
     ValueError
-        A v2 mechanism, a regression head (``max_classes=0``) or an unknown key, named.
+        A regression head (``max_classes=0``), a setting this package does not implement,
+        or an unknown key, named.
     """
     config = dict(config)
     if config.get("max_classes", 10) == 0:
@@ -86,42 +168,41 @@ def config_from_official(config: Mapping) -> TabICLConfig:
             "the official checkpoint is a regression model (max_classes=0); only the "
             "classification checkpoints are supported"
         )
-    for key, accepted in _V1_SETTINGS.items():
-        if key in config and config[key] not in accepted:
-            raise ValueError(
-                f"the official checkpoint has {key}={config[key]!r}: a TabICL v2 setting that "
-                f"this converter does not implement (v1 needs {key} in {accepted})"
-            )
-    unknown = sorted(set(config) - set(_CONFIG_KEYS) - set(_V1_SETTINGS) - _IGNORED_CONFIG)
+    unknown = sorted(set(config) - set(_CONFIG_KEYS) - _V2_KEYS - _IGNORED_CONFIG)
     if unknown:
         raise ValueError(f"the official checkpoint's config has unknown keys {unknown}")
-    defaults = {  # the official 0.1.x constructor's defaults, for keys a config omits
-        "max_classes": 10,
-        "embed_dim": 128,
-        "col_num_blocks": 3,
-        "col_nhead": 4,
-        "col_num_inds": 128,
-        "row_num_blocks": 3,
-        "row_nhead": 8,
-        "row_num_cls": 4,
-        "row_rope_base": 100000,
-        "icl_num_blocks": 12,
-        "icl_nhead": 4,
-        "ff_factor": 2,
-    }
-    ours = {mine: config.get(theirs, defaults[theirs]) for theirs, mine in _CONFIG_KEYS.items()}
+    full = {**(_DEFAULTS_V2 if _V2_KEYS & set(config) else _DEFAULTS_V1), **config}
+    for key, (accepted, what) in _UNSUPPORTED.items():
+        if full[key] not in accepted:
+            raise ValueError(
+                f"the official checkpoint has {key}={full[key]!r}: {what}, which this "
+                f"converter does not implement (it needs {key} in {accepted})"
+            )
+    ours = {mine: full[theirs] for theirs, mine in _CONFIG_KEYS.items()}
     ours["rope_base"] = float(ours["rope_base"])
+    ours["feature_group"] = _feature_group(ours["feature_group"])
+    for key in ("col_ssmax", "icl_ssmax"):
+        ours[key] = _ssmax(ours[key], key)
+    for key in ("col_affine", "target_aware", "rope_interleaved"):
+        ours[key] = bool(ours[key])
     return TabICLConfig(**ours, standardize=False)
 
 
 def _split_block(state: dict, src: str, dst: str) -> dict:
     """One official pre-LN block ``src`` (norm1, attn.in_proj, attn.out_proj, norm2,
-    linear1, linear2) as our :class:`~tabicl_lite.layers.Block` ``dst``."""
+    linear1, linear2, and v2's attn.ssmax_layer) as our :class:`~tabicl_lite.layers.Block`
+    ``dst``."""
     w = state.pop(f"{src}.attn.in_proj_weight")
     b = state.pop(f"{src}.attn.in_proj_bias")
     d = w.shape[1]
     norm_w, norm_b = state.pop(f"{src}.norm1.weight"), state.pop(f"{src}.norm1.bias")
+    ssmax = f"{src}.attn.ssmax_layer."  # v2's query scaling: same modules, renamed
+    scaling = {
+        f"{dst}.attn.ssmax.{key[len(ssmax) :]}": state.pop(key)
+        for key in [k for k in state if k.startswith(ssmax)]
+    }
     return {
+        **scaling,
         f"{dst}.norm_q.weight": norm_w,
         f"{dst}.norm_q.bias": norm_b,
         f"{dst}.norm_kv.weight": norm_w.clone(),
@@ -142,12 +223,12 @@ def _split_block(state: dict, src: str, dst: str) -> dict:
 
 
 def convert_state_dict(state: Mapping[str, torch.Tensor], config: TabICLConfig) -> dict:
-    """Our state dict for an official v1 ``state_dict`` of a network of size ``config``.
+    """Our state dict for an official ``state_dict`` of the network ``config`` describes.
 
     Raises
     ------
     ValueError
-        A tensor the official v1 network has is missing, a tensor is left over (another
+        A tensor that official network has is missing, a tensor is left over (another
         architecture), or the stored RoPE frequencies differ from ours.
     """
     state = dict(state)
@@ -155,12 +236,14 @@ def convert_state_dict(state: Mapping[str, torch.Tensor], config: TabICLConfig) 
     try:
         out["col.inp.weight"] = state.pop("col_embedder.in_linear.weight")
         out["col.inp.bias"] = state.pop("col_embedder.in_linear.bias")
+        if config.target_aware:
+            out["col.label.weight"] = _label_embedding(state, "col_embedder.y_encoder")
         for i in range(config.col_blocks):
             src, dst = f"col_embedder.tf_col.blocks.{i}", f"col.blocks.{i}"
             out[f"{dst}.inducing"] = state.pop(f"{src}.ind_vectors")
             out.update(_split_block(state, f"{src}.multihead_attn1", f"{dst}.read"))
             out.update(_split_block(state, f"{src}.multihead_attn2", f"{dst}.write"))
-        for side in ("w", "b"):
+        for side in ("w", "b") if config.col_affine else ():
             out[f"col.out_{side}.0.weight"] = state.pop(f"col_embedder.out_{side}.weight")
             out[f"col.out_{side}.0.bias"] = state.pop(f"col_embedder.out_{side}.bias")
             out[f"col.out_{side}.1.weight"] = state.pop(f"col_embedder.ln_{side}.weight")
@@ -171,9 +254,7 @@ def convert_state_dict(state: Mapping[str, torch.Tensor], config: TabICLConfig) 
         out["row.norm.weight"] = state.pop("row_interactor.out_ln.weight")
         out["row.norm.bias"] = state.pop("row_interactor.out_ln.bias")
         freqs = state.pop("row_interactor.tf_row.rope.freqs", None)
-        weight = state.pop("icl_predictor.y_encoder.weight")  # (icl_dim, max_classes)
-        bias = state.pop("icl_predictor.y_encoder.bias")
-        out["icl.label.weight"] = weight.T + bias  # one_hot(c) @ W.T + b = W[:, c] + b
+        out["icl.label.weight"] = _label_embedding(state, "icl_predictor.y_encoder")
         for i in range(config.icl_blocks):
             out.update(_split_block(state, f"icl_predictor.tf_icl.blocks.{i}", f"icl.blocks.{i}"))
         out["icl.norm.weight"] = state.pop("icl_predictor.ln.weight")
@@ -183,13 +264,13 @@ def convert_state_dict(state: Mapping[str, torch.Tensor], config: TabICLConfig) 
             out[f"icl.decoder.{j}.bias"] = state.pop(f"icl_predictor.decoder.{j}.bias")
     except KeyError as err:
         raise ValueError(
-            f"the official checkpoint has no tensor {err.args[0]!r}: not a TabICL v1 network "
-            "of the size its config states"
+            f"the official checkpoint has no tensor {err.args[0]!r}: not the TabICL "
+            f"v{config.generation} network its config states"
         ) from None
     if state:
         raise ValueError(
-            "the official checkpoint has tensors a TabICL v1 network of the size its config "
-            f"states does not have (a v2 checkpoint?): {sorted(state)[:8]}"
+            f"the official checkpoint has tensors the TabICL v{config.generation} network its "
+            f"config states does not have: {sorted(state)[:8]}"
         )
     if freqs is not None:
         head_dim = config.embed_dim // config.row_heads
@@ -207,6 +288,13 @@ def convert_state_dict(state: Mapping[str, torch.Tensor], config: TabICLConfig) 
                 f"with base={config.rope_base}: {freqs.tolist()[:4]}..."
             )
     return out
+
+
+def _label_embedding(state: dict, name: str) -> torch.Tensor:
+    """The official ``Linear(one_hot(y))`` label encoder ``name`` as an embedding table:
+    ``one_hot(c) @ W.T + b = W[:, c] + b``, row ``c``."""
+    weight = state.pop(f"{name}.weight")  # (dim, max_classes)
+    return weight.T + state.pop(f"{name}.bias")
 
 
 def read_official_checkpoint(path: str | os.PathLike) -> dict:
@@ -248,21 +336,23 @@ def _check_checkpoint(ckpt, source) -> dict:
 def from_official_checkpoint(
     checkpoint: str | os.PathLike | Mapping, *, map_location: str | torch.device = "cpu"
 ) -> TabICL:
-    """A :class:`TabICL` with the weights of an official TabICL v1 checkpoint.
+    """A :class:`TabICL` with the weights of an official TabICL checkpoint (v1 or v2).
 
     Parameters
     ----------
     checkpoint : path or dict
-        An official ``.ckpt`` file (e.g. ``tabicl-classifier-v1-20250208.ckpt`` or
-        ``tabicl-classifier-v1.1-20250506.ckpt`` from the ``jingang/TabICL`` hub repository,
-        downloaded by the user) or the dict it holds (``config`` + ``state_dict``).
+        An official ``.ckpt`` file (``tabicl-classifier-v1-20250208.ckpt``,
+        ``tabicl-classifier-v1.1-20250506.ckpt`` or ``tabicl-classifier-v2-20260212.ckpt``
+        from the ``jingang/TabICL`` hub repository, downloaded by the user) or the dict it
+        holds (``config`` + ``state_dict``).
     map_location : str or torch.device
         Where the model lives.
 
     Returns
     -------
     TabICL
-        In eval mode, with ``config.standardize=False``; run it through
+        In eval mode, with ``config.standardize=False`` (``config.generation`` says v1 or
+        v2); run it through
         ``TabICLClassifier(model_path=..., preprocessing="official")`` (the default for
         such a model) to get the official classifier's predictions.
     """
@@ -284,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m tabicl_lite.convert IN.ckpt OUT_DIR``."""
     parser = argparse.ArgumentParser(
         prog="python -m tabicl_lite.convert",
-        description="Convert an official TabICL v1 checkpoint into a tabicl-lite folder "
+        description="Convert an official TabICL checkpoint (v1 or v2) into a tabicl-lite folder "
         "(config.json + model.safetensors).",
     )
     parser.add_argument("checkpoint", help="official .ckpt file")
@@ -292,7 +382,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     model = from_official_checkpoint(args.checkpoint)
     model.save_pretrained(args.out_dir)
-    print(f"wrote {args.out_dir} ({model.n_params:,} parameters, standardize=False)")
+    print(
+        f"wrote {args.out_dir} (TabICL v{model.config.generation}, {model.n_params:,} "
+        "parameters, standardize=False)"
+    )
 
 
 if __name__ == "__main__":

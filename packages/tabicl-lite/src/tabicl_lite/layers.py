@@ -8,6 +8,8 @@ test rows cannot influence any other row by construction.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,20 +25,27 @@ class RotaryEmbedding(nn.Module):
     base : float
         Frequency base; position ``p`` rotates channel pair ``i`` by
         ``p * base ** (-2 i / head_dim)``.
+    interleaved : bool
+        Channel pair ``i`` is ``(2 i, 2 i + 1)`` (TabICL v1) or ``(i, i + head_dim / 2)``
+        (the halves, TabICL v2).
     """
 
-    def __init__(self, head_dim: int, base: float = 1e5):
+    def __init__(self, head_dim: int, base: float = 1e5, interleaved: bool = True):
         super().__init__()
         if head_dim % 2:
             raise ValueError(f"head_dim must be even for rotary embedding, got {head_dim}")
         inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.interleaved = interleaved
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Rotate ``x`` of shape ``(..., L, head_dim)`` by its position along ``L``."""
         pos = torch.arange(x.shape[-2], device=x.device, dtype=torch.float32)
         angles = torch.outer(pos, self.inv_freq.to(x.device))  # (L, head_dim / 2)
         cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        if not self.interleaved:
+            x1, x2 = x.chunk(2, dim=-1)
+            return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
         if x.dtype in (torch.float32, torch.float64):
             # the pair (x1, x2) as x1 + i x2 times cos + i sin: one fused complex product
             # (9x faster than the four real products and the interleaving copy)
@@ -52,18 +61,62 @@ class RotaryEmbedding(nn.Module):
         return out.flatten(-2)
 
 
-class Attention(nn.Module):
-    """Multi-head attention of queries ``q`` (..., Lq, D) over keys/values ``kv`` (..., Lk, D)."""
+#: query scalings of :class:`Attention` (``ssmax``): none, or TabICL v2's
+SSMAX_TYPES = ("none", "qassmax-mlp-elementwise")
 
-    def __init__(self, dim: int, n_heads: int, rope: RotaryEmbedding | None = None):
+
+class QueryScaling(nn.Module):
+    """Query-aware scalable softmax, elementwise (TabICL v2's ``qassmax-mlp-elementwise``).
+
+    Queries ``q`` (..., h, Lq, dh) attending to ``n`` keys are scaled elementwise by
+    ``base(log n) * (1 + tanh(query(q)))``: ``base`` maps ``log n`` to one factor per head
+    and channel (``Linear(1, 64) - GELU - Linear(64, h * dh)``), ``query`` modulates each
+    query by its own content (``Linear(dh, 64) - GELU - Linear(64, dh)``, shared by the
+    heads). The attention logits then grow with the context length as the training
+    lengths taught, instead of flattening as ``n`` grows (Nakanishi, 2025).
+    """
+
+    def __init__(self, n_heads: int, head_dim: int, hidden: int = 64):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, head_dim
+        self.base_mlp = nn.Sequential(
+            nn.Linear(1, hidden), nn.GELU(), nn.Linear(hidden, n_heads * head_dim)
+        )
+        self.query_mlp = nn.Sequential(
+            nn.Linear(head_dim, hidden), nn.GELU(), nn.Linear(hidden, head_dim)
+        )
+
+    def forward(self, query: torch.Tensor, n: int) -> torch.Tensor:
+        log_n = torch.full((1, 1), math.log(max(n, 1)), dtype=query.dtype, device=query.device)
+        base = self.base_mlp(log_n).view(self.n_heads, 1, self.head_dim)
+        return query * base * (1 + torch.tanh(self.query_mlp(query)))
+
+
+class Attention(nn.Module):
+    """Multi-head attention of queries ``q`` (..., Lq, D) over keys/values ``kv`` (..., Lk, D).
+
+    ``ssmax`` (one of :data:`SSMAX_TYPES`) scales the queries by the number of keys
+    (:class:`QueryScaling`) before the usual ``1 / sqrt(dh)`` dot product.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        rope: RotaryEmbedding | None = None,
+        ssmax: str = "none",
+    ):
         super().__init__()
         if dim % n_heads:
             raise ValueError(f"dim ({dim}) must be divisible by n_heads ({n_heads})")
+        if ssmax not in SSMAX_TYPES:
+            raise ValueError(f"ssmax must be one of {SSMAX_TYPES}, got {ssmax!r}")
         self.n_heads = n_heads
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
         self.rope = rope
+        self.ssmax = QueryScaling(n_heads, dim // n_heads) if ssmax != "none" else None
 
     def forward(self, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
         return self.attend(q, *self.keys_values(kv))
@@ -82,6 +135,8 @@ class Attention(nn.Module):
         query = self.q(q).unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
         if self.rope is not None:
             query = self.rope(query)
+        if self.ssmax is not None:
+            query = self.ssmax(query, key.shape[-2])
         out = _sdpa(query, key, value)  # (..., h, Lq, dh)
         return self.out(out.transpose(-3, -2).flatten(-2))
 
@@ -114,11 +169,12 @@ class Block(nn.Module):
         n_heads: int,
         ff_factor: int = 2,
         rope: RotaryEmbedding | None = None,
+        ssmax: str = "none",
     ):
         super().__init__()
         self.norm_q = nn.LayerNorm(dim)
         self.norm_kv = nn.LayerNorm(dim)
-        self.attn = Attention(dim, n_heads, rope)
+        self.attn = Attention(dim, n_heads, rope, ssmax)
         self.norm_ff = nn.LayerNorm(dim)
         self.ff = nn.Sequential(
             nn.Linear(dim, ff_factor * dim), nn.GELU(), nn.Linear(ff_factor * dim, dim)
@@ -152,10 +208,12 @@ class InducedSetBlock(nn.Module):
     test row affects only its own output.
     """
 
-    def __init__(self, dim: int, n_heads: int, n_inducing: int, ff_factor: int = 2):
+    def __init__(
+        self, dim: int, n_heads: int, n_inducing: int, ff_factor: int = 2, ssmax: str = "none"
+    ):
         super().__init__()
         self.inducing = nn.Parameter(torch.randn(n_inducing, dim) * dim**-0.5)
-        self.read = Block(dim, n_heads, ff_factor)
+        self.read = Block(dim, n_heads, ff_factor, ssmax=ssmax)
         self.write = Block(dim, n_heads, ff_factor)
 
     def forward(self, x: torch.Tensor, n_train: int) -> torch.Tensor:

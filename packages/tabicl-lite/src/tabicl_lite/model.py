@@ -7,6 +7,7 @@ labels ``y_train`` of shape ``(B, n_train)`` with values in ``[0, max_classes)``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -15,7 +16,10 @@ from torch import nn
 from icml25_core import check_scalar
 from icml25_core.hub import PretrainedModelMixin
 
-from .layers import Block, InducedSetBlock, RotaryEmbedding
+from .layers import SSMAX_TYPES, Block, InducedSetBlock, RotaryEmbedding
+
+#: column groupings of :class:`TabICLConfig` (``feature_group``)
+FEATURE_GROUPS = ("none", "same")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,24 @@ class TabICLConfig:
     ``±clip_z`` inside the network (this package's checkpoints). The official checkpoints
     (:mod:`tabicl_lite.convert`) were trained on tables the classifier had already
     standardised: they have ``standardize=False`` and expect no missing values.
+
+    TabICL v2's mechanisms (all off by default, the v1 network; the official v2
+    classifier has ``col_affine=False, feature_group="same", target_aware=True,
+    col_ssmax=icl_ssmax="qassmax-mlp-elementwise", rope_interleaved=False`` and 8 column
+    and 8 in-context heads, :meth:`v2`):
+
+    * ``col_affine=False``: the column embedding is the set transformer's output itself,
+      not ``x * W + B``;
+    * ``feature_group="same"``: cell ``(i, j)`` enters the column stage as the
+      ``feature_group_size`` values ``x[i, (j + 2^k) mod H]``, ``k < size`` (each column
+      embedded with its shifted neighbours);
+    * ``target_aware=True``: the training cells get their row's label embedding before the
+      column stage (with more classes than ``max_classes``, once per digit of a mixed-radix
+      code of the label, the outputs averaged);
+    * ``col_ssmax`` / ``icl_ssmax``: query-aware scalable softmax
+      (:class:`~tabicl_lite.layers.QueryScaling`) in the inducing points' read of the
+      training rows and in every in-context block;
+    * ``rope_interleaved=False``: rotary pairs are the two halves of a head.
     """
 
     max_classes: int = 10
@@ -46,6 +68,13 @@ class TabICLConfig:
     ff_factor: int = 2
     clip_z: float = 4.0
     standardize: bool = True
+    col_affine: bool = True
+    feature_group: str = "none"
+    feature_group_size: int = 3
+    target_aware: bool = False
+    col_ssmax: str = "none"
+    icl_ssmax: str = "none"
+    rope_interleaved: bool = True
 
     @classmethod
     def lite(cls) -> TabICLConfig:
@@ -60,6 +89,38 @@ class TabICLConfig:
             icl_blocks=4,
             icl_heads=4,
         )
+
+    @classmethod
+    def v2(cls, **sizes) -> TabICLConfig:
+        """The official TabICL v2 classifier's architecture (``tabicl-classifier-v2``):
+        the paper sizes with 8 column and in-context heads and every v2 mechanism;
+        ``sizes`` override fields."""
+        return cls(
+            **{
+                "col_heads": 8,
+                "icl_heads": 8,
+                "col_affine": False,
+                "feature_group": "same",
+                "target_aware": True,
+                "col_ssmax": "qassmax-mlp-elementwise",
+                "icl_ssmax": "qassmax-mlp-elementwise",
+                "rope_interleaved": False,
+                "standardize": False,
+                **sizes,
+            }
+        )
+
+    @property
+    def generation(self) -> int:
+        """2 when any TabICL v2 mechanism is on, else 1."""
+        v1 = (
+            self.col_affine
+            and self.feature_group == "none"
+            and not self.target_aware
+            and self.col_ssmax == self.icl_ssmax == "none"
+            and self.rope_interleaved
+        )
+        return 1 if v1 else 2
 
     def __post_init__(self):
         # every size, so a hand-edited checkpoint config fails here, naming the field
@@ -79,8 +140,26 @@ class TabICLConfig:
         check_scalar(self.max_classes, "max_classes", low=2, integer=True)
         check_scalar(self.rope_base, "rope_base", low=0.0, low_inclusive=False)
         check_scalar(self.clip_z, "clip_z", low=0.0, low_inclusive=False)
-        if not isinstance(self.standardize, bool):
-            raise TypeError(f"standardize must be True or False, got {self.standardize!r}")
+        check_scalar(self.feature_group_size, "feature_group_size", low=1, integer=True)
+        for name in ("standardize", "col_affine", "target_aware", "rope_interleaved"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.feature_group not in FEATURE_GROUPS:
+            raise ValueError(
+                f"feature_group must be one of {FEATURE_GROUPS}, got {self.feature_group!r} "
+                "(the official 'valid' grouping is not implemented)"
+            )
+        if self.col_affine and self.feature_group != "none":
+            raise ValueError(
+                "col_affine=True needs feature_group='none': the affine embedding x * W + B "
+                "multiplies one cell, a group has several (the official cannot compute it)"
+            )
+        for name in ("col_ssmax", "icl_ssmax"):
+            if getattr(self, name) not in SSMAX_TYPES:
+                raise ValueError(
+                    f"{name} must be one of {SSMAX_TYPES}, got {getattr(self, name)!r} (the "
+                    "official's other scalable softmaxes are not implemented)"
+                )
         for dim, heads in (("embed_dim", "col_heads"), ("icl_dim", "icl_heads")):
             if getattr(self, dim) % getattr(self, heads):
                 raise ValueError(
@@ -134,8 +213,10 @@ class Context:
         ``H``, the training rows' number of columns.
     stats : (mean, std) of shape (B, 1, H), or None
         The training rows' column statistics (``config.standardize``).
-    summaries : list of Tensor (B, H, n_inducing, E)
-        Per column-embedding block, its inducing points after reading the training rows.
+    summaries : list of Tensor (B, H, D, n_inducing, E)
+        Per column-embedding block, its inducing points after reading the training rows
+        (``D`` = 1, or the label digits of a target-aware model with more than
+        ``max_classes`` classes, :func:`mixed_radix_digits`).
     rows : Tensor (B, n_train, icl_dim)
         The training rows' representations (column and row stages).
     keys_values : list of (Tensor, Tensor), each (B, icl_heads, n_train, icl_dim / heads), or None
@@ -144,7 +225,9 @@ class Context:
         cached representations).
     views : (LongTensor (V,), LongTensor (V, H')) or None
         The views the context was built with (:meth:`TabICL.forward`); ``B`` above is
-        then ``V`` except for ``stats`` and ``summaries``, which stay per table.
+        then ``V`` except for ``stats``, which stay per table, and ``summaries``, which
+        stay per table unless the column stage depends on the view (feature grouping,
+        target-aware).
     """
 
     y_train: torch.Tensor
@@ -167,59 +250,151 @@ class Context:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-class ColumnEmbedding(nn.Module):
-    """Distribution-aware column embedding: ``e_ij = x_ij * W_ij + B_ij``.
+def mixed_radix_bases(n_classes: int, max_classes: int) -> list[int]:
+    """Balanced bases ``[k_0, ..., k_{D-1}]``, each at most ``max_classes``, whose product
+    covers ``n_classes``: ``D = ceil(log n / log max_classes)``, every ``k = ceil(n ** (1 /
+    D))``, then bases raised by one in turn while the product falls short (the official
+    v2's rule; 25 classes over 10 give ``[5, 5]``)."""
+    if n_classes <= max_classes:
+        return [n_classes]
+    digits = math.ceil(math.log(n_classes) / math.log(max_classes))
+    k = min(math.ceil(n_classes ** (1.0 / digits)), max_classes)
+    bases, product = [k] * digits, k**digits
+    for i in range(digits):
+        if product >= n_classes:
+            break
+        if bases[i] < max_classes:
+            product = product // bases[i] * (bases[i] + 1)
+            bases[i] += 1
+    return bases
 
-    Each column is a set of its ``T`` values: ``Linear(1, E)`` then induced set attention
-    whose inducing points read the training rows only; ``W = LN(Linear(h))`` and
-    ``B = LN(Linear(h))``. ``(B, T, H) -> (B, T, H, E)``.
+
+def mixed_radix_digits(y: torch.Tensor, max_classes: int) -> list[torch.Tensor]:
+    """Labels ``y`` as digits of :func:`mixed_radix_bases` of ``y.max() + 1`` classes, most
+    significant first: one label tensor (values below ``max_classes``) per digit, or ``[y]``
+    when ``y`` has at most ``max_classes`` classes."""
+    bases = mixed_radix_bases(int(y.max()) + 1, max_classes)
+    if len(bases) == 1:
+        return [y]
+    return [(y // math.prod(bases[d + 1 :])) % bases[d] for d in range(len(bases))]
+
+
+class ColumnEmbedding(nn.Module):
+    """Distribution-aware column embedding: every column is a set of its ``T`` cells.
+
+    ``Linear(g, E)`` of each cell (``g`` values: the cell, or its group with
+    ``feature_group``), plus its row's label embedding on the training rows
+    (``target_aware``), then induced set attention whose inducing points read the training
+    rows only. v1 (``col_affine``): ``e_ij = x_ij * W_ij + B_ij`` with ``W = LN(Linear(h))``
+    and ``B = LN(Linear(h))``; v2: ``e_ij = h_ij``. Works on cells ``(B, H, T, g)``
+    (:meth:`cells`) and gives ``(B, T, H, E)``.
     """
 
     def __init__(self, cfg: TabICLConfig):
         super().__init__()
         e = cfg.embed_dim
-        self.inp = nn.Linear(1, e)
+        self.group = cfg.feature_group_size if cfg.feature_group != "none" else 1
+        self.max_classes = cfg.max_classes
+        self.inp = nn.Linear(self.group, e)
+        self.label = nn.Embedding(cfg.max_classes, e) if cfg.target_aware else None
         self.blocks = nn.ModuleList(
-            InducedSetBlock(e, cfg.col_heads, cfg.n_inducing, cfg.ff_factor)
+            InducedSetBlock(e, cfg.col_heads, cfg.n_inducing, cfg.ff_factor, cfg.col_ssmax)
             for _ in range(cfg.col_blocks)
         )
-        self.out_w = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
-        self.out_b = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
+        self.affine = cfg.col_affine
+        if self.affine:
+            self.out_w = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
+            self.out_b = nn.Sequential(nn.Linear(e, e), nn.LayerNorm(e))
 
-    def forward(self, X: torch.Tensor, n_train: int) -> torch.Tensor:
-        cols, z = self._lift(X)
-        for block in self.blocks:
-            z = block(z, n_train)
-        return self._embed(cols, z)
+    def cells(self, X: torch.Tensor) -> torch.Tensor:
+        """The column stage's input of a table ``X`` (B, T, H): ``(B, H, T, g)``, cell
+        ``(i, j)`` being ``x[i, (j + 2^k) mod H]`` for ``k < g`` with feature grouping (the
+        official "same" grouping: every column keeps its place, read with shifted
+        neighbours), else ``x[i, j]`` alone."""
+        cols = X.transpose(1, 2)
+        if self.group == 1:
+            return cols.unsqueeze(-1)
+        h = cols.shape[1]
+        shifts = 2 ** torch.arange(self.group, device=X.device)
+        index = (torch.arange(h, device=X.device)[:, None] + shifts) % h  # (H, g)
+        return cols[:, index].transpose(2, 3)  # (B, H, g, T) -> (B, H, T, g)
 
-    def context(self, X: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """The training rows ``X`` (B, n, H) alone: their embedding (B, n, H, E) and every
-        block's inducing summary (B, H, n_inducing, E)."""
-        cols, z = self._lift(X)
-        summaries = []
-        for block in self.blocks:
-            summary = block.summarize(z)
-            z = block.write(z, summary)
-            summaries.append(summary.unflatten(0, cols.shape[:2]))
-        return self._embed(cols, z), summaries
+    def forward(
+        self, cells: torch.Tensor, n_train: int, y_train: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        z = self._lift(cells)
+        outs = []
+        for labels in self._digits(y_train):
+            zd = self._with_labels(z, labels, cells.shape[1])
+            for block in self.blocks:
+                zd = block(zd, n_train)
+            outs.append(zd)
+        return self._embed(cells, _mean(outs))
 
-    def embed(self, X: torch.Tensor, summaries: list[torch.Tensor]) -> torch.Tensor:
-        """Rows ``X`` (B, T, H) against the training rows' :meth:`context` summaries:
+    def context(
+        self, cells: torch.Tensor, y_train: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The training rows' cells (B, H, n, g) alone: their embedding (B, n, H, E) and
+        every block's inducing summary (B, H, D, n_inducing, E), ``D`` the label digits
+        (1 unless a target-aware model sees more than ``max_classes`` classes)."""
+        z = self._lift(cells)
+        outs, summaries = [], []
+        for labels in self._digits(y_train):
+            zd = self._with_labels(z, labels, cells.shape[1])
+            per_block = []
+            for block in self.blocks:
+                summary = block.summarize(zd)
+                zd = block.write(zd, summary)
+                per_block.append(summary.unflatten(0, cells.shape[:2]))
+            outs.append(zd)
+            summaries.append(per_block)
+        stacked = [torch.stack(block, dim=2) for block in zip(*summaries, strict=True)]
+        return self._embed(cells, _mean(outs)), stacked
+
+    def embed(self, cells: torch.Tensor, summaries: list[torch.Tensor]) -> torch.Tensor:
+        """Rows' cells (B, H, T, g) against the training rows' :meth:`context` summaries:
         what :meth:`forward` gives those rows, (B, T, H, E)."""
-        cols, z = self._lift(X)
-        for block, summary in zip(self.blocks, summaries, strict=True):
-            z = block.write(z, summary.flatten(0, 1))
-        return self._embed(cols, z)
+        z = self._lift(cells)
+        outs = []
+        for d in range(summaries[0].shape[2]):
+            zd = z
+            for block, summary in zip(self.blocks, summaries, strict=True):
+                zd = block.write(zd, summary[:, :, d].flatten(0, 1))
+            outs.append(zd)
+        return self._embed(cells, _mean(outs))
 
-    def _lift(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        cols = X.transpose(1, 2).unsqueeze(-1)  # (B, H, T, 1)
-        b, h, t, _ = cols.shape
-        return cols, self.inp(cols).reshape(b * h, t, -1)
+    def _digits(self, y_train: torch.Tensor | None) -> list[torch.Tensor | None]:
+        if self.label is None:
+            return [None]
+        if y_train is None:
+            raise ValueError("y_train is required: the model's column stage is target-aware")
+        return mixed_radix_digits(y_train, self.max_classes)
 
-    def _embed(self, cols: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        z = z.reshape(*cols.shape[:3], -1)
-        emb = cols * self.out_w(z) + self.out_b(z)
+    def _with_labels(self, z: torch.Tensor, labels: torch.Tensor | None, h: int) -> torch.Tensor:
+        """``z`` (B * H, T, E) with the label embedding of ``labels`` (B, n_train) added
+        to the training rows of every column."""
+        if labels is None:
+            return z
+        n = labels.shape[1]
+        emb = self.label(labels).unsqueeze(1).expand(-1, h, -1, -1).flatten(0, 1)
+        return torch.cat((z[:, :n] + emb, z[:, n:]), dim=1)
+
+    def _lift(self, cells: torch.Tensor) -> torch.Tensor:
+        b, h, t, _ = cells.shape
+        return self.inp(cells).reshape(b * h, t, -1)
+
+    def _embed(self, cells: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        z = z.reshape(*cells.shape[:3], -1)
+        emb = cells * self.out_w(z) + self.out_b(z) if self.affine else z
         return emb.transpose(1, 2)  # (B, T, H, E)
+
+
+def _mean(outs: list[torch.Tensor]) -> torch.Tensor:
+    """The average of the per-digit outputs (the only one when there is one digit)."""
+    total = outs[0]
+    for out in outs[1:]:
+        total = total + out
+    return total / len(outs) if len(outs) > 1 else total
 
 
 class RowInteraction(nn.Module):
@@ -233,7 +408,7 @@ class RowInteraction(nn.Module):
         super().__init__()
         e = cfg.embed_dim
         self.cls = nn.Parameter(torch.randn(cfg.n_cls, e) * e**-0.5)
-        rope = RotaryEmbedding(e // cfg.row_heads, cfg.rope_base)
+        rope = RotaryEmbedding(e // cfg.row_heads, cfg.rope_base, cfg.rope_interleaved)
         self.blocks = nn.ModuleList(
             Block(e, cfg.row_heads, cfg.ff_factor, rope=rope) for _ in range(cfg.row_blocks)
         )
@@ -260,7 +435,8 @@ class ICLearning(nn.Module):
         d = cfg.icl_dim
         self.label = nn.Embedding(cfg.max_classes, d)
         self.blocks = nn.ModuleList(
-            Block(d, cfg.icl_heads, cfg.ff_factor) for _ in range(cfg.icl_blocks)
+            Block(d, cfg.icl_heads, cfg.ff_factor, ssmax=cfg.icl_ssmax)
+            for _ in range(cfg.icl_blocks)
         )
         self.norm = nn.LayerNorm(d)
         self.decoder = nn.Sequential(
@@ -395,7 +571,7 @@ class TabICL(nn.Module, PretrainedModelMixin):
         if not 0 < n_train < X.shape[1]:
             raise ValueError(f"need 0 < n_train < T rows, got n_train={n_train}, T={X.shape[1]}")
         self._check_labels(y_train, n_classes)
-        rows = self.represent(X, n_train, views=views)
+        rows = self.represent(X, n_train, views=views, y_train=y_train)
         return self._mask(self.icl(rows, y_train), n_classes)
 
     def _check_labels(self, y_train: torch.Tensor, n_classes) -> None:
@@ -428,24 +604,31 @@ class TabICL(nn.Module, PretrainedModelMixin):
         n_train: int,
         *,
         views: tuple[torch.Tensor, torch.Tensor] | None = None,
+        y_train: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Row representations: the column and row stages, ``(B, T, H) -> (B, T, icl_dim)``
         (``(V, T, icl_dim)`` with ``views``, as in :meth:`forward`).
 
         The in-context stage (``self.icl(rows, y_train)``) can then run on any subset of
         the rows, as the class hierarchy does, without embedding the columns again.
+        ``y_train`` (B or V, n_train), integer labels, is needed by a target-aware model
+        (``config.target_aware``); it may hold more than ``max_classes`` classes there
+        (mixed-radix digits).
         """
         if X.ndim != 3:
             raise ValueError(f"X must be (B, T, H), got shape {tuple(X.shape)}")
         if not 0 < n_train <= X.shape[1]:
             raise ValueError(f"need 0 < n_train <= T rows, got n_train={n_train}, T={X.shape[1]}")
         _check_views(views, X)
+        y_train = self._column_labels(y_train, n_train, X, views)
         stats = _column_stats(X[:, :n_train]) if self.config.standardize else None
-        X = self._input(X, stats)
+        X, views = self._views_first(self._input(X, stats), views)
+        cells = self.col.cells(X)
         per_cols, _ = self._chunks(X)
         h = X.shape[2]
         emb = torch.cat(
-            [self.col(X[..., j : j + per_cols], n_train) for j in range(0, h, per_cols)], dim=2
+            [self.col(cells[:, j : j + per_cols], n_train, y_train) for j in range(0, h, per_cols)],
+            dim=2,
         )
         return self._rows(_select(emb, views))
 
@@ -487,37 +670,46 @@ class TabICL(nn.Module, PretrainedModelMixin):
         if X_train.shape[1] < 1:
             raise ValueError("X_train has no rows; the context needs at least one")
         _check_views(views, X_train)
+        labels = self._column_labels(y_train, X_train.shape[1], X_train, views)
         stats = _column_stats(X_train) if self.config.standardize else None
-        X = self._input(X_train, stats)
+        X, col_views = self._views_first(self._input(X_train, stats), views)
+        cells = self.col.cells(X)
         per_cols, _ = self._chunks(X)
-        parts = [self.col.context(X[..., j : j + per_cols]) for j in range(0, X.shape[2], per_cols)]
+        parts = [
+            self.col.context(cells[:, j : j + per_cols], labels)
+            for j in range(0, X.shape[2], per_cols)
+        ]
         emb = torch.cat([emb for emb, _ in parts], dim=2)
         summaries = [torch.cat(block, dim=1) for block in zip(*(s for _, s in parts), strict=True)]
-        rows = self._rows(_select(emb, views))
+        rows = self._rows(_select(emb, col_views))
         cache = self.icl.context(rows, y_train) if keys_values else None
-        return Context(y_train, X.shape[2], stats, summaries, rows, cache, views)
+        return Context(y_train, X_train.shape[2], stats, summaries, rows, cache, views)
 
     def represent_context(self, X: torch.Tensor, context: Context) -> torch.Tensor:
         """Representations ``(B, T, icl_dim)`` of rows ``X`` (B, T, H) given the training
         rows' :class:`Context`: what :meth:`represent` gives them beside those rows."""
-        b, h = context.summaries[0].shape[0], context.n_features
-        if X.ndim != 3 or X.shape[0] != b or X.shape[2] != h:
+        h = context.n_features
+        b = context.summaries[0].shape[0] if context.views is None else "B"
+        if X.ndim != 3 or X.shape[2] != h or (context.views is None and X.shape[0] != b):
             raise ValueError(
                 f"X must be (B, T, H) = ({b}, T, {h}) like the context's training rows, got "
                 f"shape {tuple(X.shape)}"
             )
-        X = self._input(X, context.stats)
+        _check_views(context.views, X)
+        X, views = self._views_first(self._input(X, context.stats), context.views)
+        cells = self.col.cells(X)
         per_cols, _ = self._chunks(X)
         emb = torch.cat(
             [
                 self.col.embed(
-                    X[..., j : j + per_cols], [s[:, j : j + per_cols] for s in context.summaries]
+                    cells[:, j : j + per_cols],
+                    [s[:, j : j + per_cols] for s in context.summaries],
                 )
                 for j in range(0, h, per_cols)
             ],
             dim=2,
         )
-        return self._rows(_select(emb, context.views))
+        return self._rows(_select(emb, views))
 
     def forward_context(
         self,
@@ -541,6 +733,37 @@ class TabICL(nn.Module, PretrainedModelMixin):
         k = torch.as_tensor(n_classes, device=logits.device).reshape(-1, 1, 1)
         absent = torch.arange(self.config.max_classes, device=logits.device) >= k
         return logits.masked_fill(absent, float("-inf"))
+
+    def _views_first(self, X: torch.Tensor, views) -> tuple[torch.Tensor, tuple | None]:
+        """``(X, views)`` for the column stage. A column's embedding depends on the column
+        order (``feature_group``) or on the labels (``target_aware``, which differ between
+        class-shifted views): the views' tables are then built before it (``(V, T, H')``,
+        no views left); otherwise the columns are embedded once per table and shared."""
+        if views is None or (self.config.feature_group == "none" and not self.config.target_aware):
+            return X, views
+        tables, columns = views
+        return X[tables[:, None], :, columns].transpose(1, 2), None
+
+    def _column_labels(self, y_train, n_train: int, X: torch.Tensor, views) -> torch.Tensor | None:
+        """``y_train`` checked for the column stage of a target-aware model (else unused)."""
+        if not self.config.target_aware:
+            return None
+        batch = X.shape[0] if views is None else views[0].shape[0]
+        if y_train is None:
+            raise ValueError("y_train is required: the model's column stage is target-aware")
+        if (
+            y_train.dtype.is_floating_point
+            or y_train.dtype.is_complex
+            or y_train.dtype == torch.bool
+        ):
+            raise TypeError(f"y_train must hold integer class labels, got dtype {y_train.dtype}")
+        if tuple(y_train.shape) != (batch, n_train):
+            raise ValueError(
+                f"y_train must be (B, n_train) = ({batch}, {n_train}), got {tuple(y_train.shape)}"
+            )
+        if y_train.numel() and int(y_train.min()) < 0:
+            raise ValueError(f"y_train must hold labels >= 0, got {int(y_train.min())}")
+        return y_train
 
     def _input(self, X: torch.Tensor, stats) -> torch.Tensor:
         """``X`` standardised with the training rows' ``stats`` (``config.standardize``),

@@ -1,4 +1,5 @@
-"""The official TabICL v1 classifier's preprocessing and ensemble (``tabicl`` 0.1.4).
+"""The official TabICL classifiers' preprocessing and ensemble: ``tabicl`` 0.1.4 (v1
+checkpoints) and 2.2.0 (v2 checkpoints).
 
 What the official checkpoints were trained to read, per ensemble member:
 
@@ -12,10 +13,13 @@ What the official checkpoints were trained to read, per ensemble member:
    the first pass's outliers (ddof 1), applied as a SOFT clip
    ``x -> max(x, lower - log1p|x|)``, ``x -> min(x, upper + log1p|x|)``.
 
-Members cross a random Latin square of feature orders with a random permutation of class
-shifts (Python's ``random.Random(seed)``, as the official), shuffled, then with every
-normaliser; the first ``n_estimators`` are kept. The same seed gives the official's
-orders and shifts exactly.
+Members cross a random Latin square of feature orders with the class shifts, shuffled,
+then with every normaliser; the first ``n_estimators`` are kept. The two official
+versions draw the shifts differently (``generation``): 0.1.4 takes a random permutation
+of the shift amounts and shuffles the pairs with the same ``random.Random(seed)``; 2.2.0
+lists the shifts in order (pattern ``i`` relabels ``y`` as ``(y - i) mod K``) and shuffles
+the pairs with a fresh ``random.Random(seed)``. The same seed gives each official's
+orders and shifts exactly. Steps 1-4 are the same in both.
 """
 
 from __future__ import annotations
@@ -213,21 +217,31 @@ def official_members(
     seed,
     *,
     shortcut: bool = False,
+    generation: int = 1,
 ) -> list[Member]:
     """The official ensemble's members, grouped by normaliser in ``norm_methods`` order.
 
     Parameters
     ----------
     shortcut : bool
-        Replicate the official column-embedding shortcut: within each batch of
-        :data:`OFFICIAL_MEMBER_BATCH` members of a normaliser, the official embeds the
+        Replicate the official column-embedding shortcut (v1 networks): within each batch
+        of :data:`OFFICIAL_MEMBER_BATCH` members of a normaliser, the official embeds the
         first member's columns once and maps them to member ``i`` with the inverse of the
         intended mapping, so member ``i`` reads the order ``P0[Pi^-1[P0]]`` instead of
         ``Pi``. Off: every member reads its own order ``Pi`` (the intended design).
+    generation : {1, 2}
+        The design of ``tabicl`` 0.1.4 (1) or 2.2.0 (2), see the module's docstring.
     """
+    if generation not in (1, 2):
+        raise ValueError(f"generation must be 1 or 2, got {generation!r}")
     orders = feature_orders(n_features, n_estimators, shuffle, seed)
     rng = random.Random(seed)
-    shifts = rng.sample(range(n_classes), n_classes) if class_shift and n_estimators > 1 else [0]
+    if not class_shift or n_estimators == 1:
+        shifts = [0]
+    elif generation == 1:
+        shifts = rng.sample(range(n_classes), n_classes)
+    else:
+        shifts = [-i % n_classes for i in range(n_classes)]
     configs = list(itertools.product(orders, shifts))
     rng.shuffle(configs)
     chosen = list(itertools.product(configs, norm_methods))[:n_estimators]
