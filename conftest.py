@@ -1,15 +1,30 @@
-"""Workspace-wide pytest set-up: with pytest-xdist, every worker gets its share of the
-cores for BLAS/OpenMP (torch, numpy) instead of all of them, which would oversubscribe the
-machine N times over. Set here, before any test module imports torch; and restored after
-every test, since a test (or a library it calls) that raises torch's thread count makes the
-workers' OpenMP teams spin against each other at every barrier (seen: a suite several
-times slower than its parts)."""
+"""Workspace-wide pytest set-up.
 
+* With pytest-xdist, every worker gets its share of the cores for BLAS/OpenMP (torch,
+  numpy) instead of all of them, which would oversubscribe the machine N times over. Set
+  here, before any test module imports torch; and restored after every test, since a test
+  (or a library it calls) that raises torch's thread count makes the workers' OpenMP teams
+  spin against each other at every barrier (seen: a suite several times slower than its
+  parts).
+* The longest test files start first (``ci/test_durations.json``, each file's time in
+  the last measured CI run, written by ``ci/test_times.py --write``): xdist hands a whole
+  file to a worker (``--dist=loadfile``), in collection order (``--no-loadscope-reorder``;
+  its default order, most tests first, put the one-test claim files last, so one worker
+  ran the last long claims while the other idled). Files not in the record count as
+  :data:`UNMEASURED_S`. Only the order changes, never which tests run.
+"""
+
+import json
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
+
+DURATIONS = Path(__file__).parent / "ci" / "test_durations.json"
+#: seconds assumed for a test file the record does not have yet
+UNMEASURED_S = 5.0
 
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 _share = max(1, (os.cpu_count() or 1) // _workers)
@@ -34,3 +49,19 @@ def _keep_the_thread_share(request):
             RuntimeWarning,
             stacklevel=1,
         )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Test files in decreasing recorded duration; tests keep their order within a file."""
+    if not DURATIONS.is_file():
+        return
+    seconds = json.loads(DURATIONS.read_text())
+    root = config.rootpath
+
+    def file_of(item) -> str:
+        return Path(item.path).relative_to(root).as_posix()
+
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(file_of(item), i)
+    items.sort(key=lambda it: (-seconds.get(file_of(it), UNMEASURED_S), first[file_of(it)]))

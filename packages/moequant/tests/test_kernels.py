@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from moequant import QuantLinear, pack, quantize, rtn, set_kernel, unpack
+from moequant import QuantLinear, pack, perplexity, quantize, rtn, set_kernel, unpack
+from moequant.modules import PackedWeight, dense_weights
 from moequant.quantizer import QuantizedWeight, decode, unpack_narrow
 
 from .conftest import mixtral
@@ -154,3 +155,32 @@ def test_the_packed_model_uses_the_kernels_and_matches_dequantize():
     assert (fast.argmax(-1) == exact.argmax(-1)).float().mean() >= 0.9
     with pytest.raises(ValueError, match="kernel"):
         set_kernel(q, "int4")
+
+
+def test_dense_weights_keep_the_dequantized_matrices_for_the_block_only():
+    """Within dense_weights, the float32 path reuses each dequantized matrix (the same
+    logits and perplexity, bit for bit), follows an in-place change of the codes, and
+    drops the matrices at the end."""
+    q = quantize(mixtral(), torch.randint(2, 96, (2, 8)), "rtn", 3, 16)
+    ids = torch.randint(2, 96, (2, 12), generator=torch.Generator().manual_seed(0))
+    text = torch.randint(2, 96, (200,), generator=torch.Generator().manual_seed(1))
+    packed = [m for m in q.modules() if isinstance(m, PackedWeight)]
+    with torch.no_grad():
+        plain = q(ids).logits
+        with dense_weights(q):
+            assert torch.equal(q(ids).logits, plain)
+            assert all(any(isinstance(k, tuple) for k in m._cache) for m in packed)
+            kept = packed[0]._cache[("dense", None, torch.float32)][1]
+            assert torch.equal(q(ids).logits, plain)  # served from the kept matrices
+            assert packed[0]._cache[("dense", None, torch.float32)][1] is kept
+            router = packed[0]
+            router.codes.copy_(router.codes.flip(0))  # in place: the matrix is rebuilt
+            changed = q(ids).logits
+            assert packed[0]._cache[("dense", None, torch.float32)][1] is not kept
+        assert not any(m._cache for m in packed)
+        assert torch.equal(q(ids).logits, changed)
+    with dense_weights(q):
+        kept_ppl = perplexity(q, text, seq_len=20)  # nested: the outer block still keeps
+        assert all(m.keep_dense and m._cache for m in packed)
+    assert perplexity(q, text, seq_len=20) == kept_ppl
+    assert not any(m.keep_dense or m._cache for m in packed)

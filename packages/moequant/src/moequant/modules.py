@@ -20,12 +20,17 @@ weights, by one of three paths (:attr:`PackedWeight.kernel`, :func:`set_kernel`)
   gradient): the float matrix rebuilt on every call, then ``F.linear``.
 
 The kernel's weight layout is built on the first call and cached beside the codes
-(rebuilt when they change or move).
+(rebuilt when they change or move). Within :func:`dense_weights`, the dequantize path
+keeps each float matrix after its first call too (as much memory as the float model, for
+the duration): repeated forwards, as an evaluation makes, skip the unpacking with the same
+results.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -35,7 +40,15 @@ from icml25_core import check_choice
 
 from .quantizer import QuantizedWeight, decode, pack, unpack, unpack_narrow
 
-__all__ = ["KERNELS", "PackedWeight", "QuantExperts", "QuantLinear", "QuantRouter", "set_kernel"]
+__all__ = [
+    "KERNELS",
+    "PackedWeight",
+    "QuantExperts",
+    "QuantLinear",
+    "QuantRouter",
+    "dense_weights",
+    "set_kernel",
+]
 
 KERNELS = ("auto", "bf16", "dequantize")
 _INT4_GROUPS = (256, 128, 64, 32)  # the group sizes aten's CPU int4 kernel takes
@@ -58,6 +71,26 @@ def set_kernel(model: nn.Module, kernel: str) -> nn.Module:
     return model
 
 
+@contextmanager
+def dense_weights(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the block, every packed weight of ``model`` keeps the float matrix its
+    dequantize path rebuilds, after the first call: the same results, without unpacking
+    the codes again on every forward (an evaluation over many batches), for as much memory
+    as the float model holds. The matrices are dropped at the end."""
+    packed = [m for m in model.modules() if isinstance(m, PackedWeight)]
+    before = [m.keep_dense for m in packed]  # nested blocks: the outer one keeps them
+    for m in packed:
+        m.keep_dense = True
+    try:
+        yield model
+    finally:
+        for m, kept in zip(packed, before, strict=True):
+            m.keep_dense = kept
+            if not kept:
+                for key in [k for k in m._cache if isinstance(k, tuple)]:
+                    del m._cache[key]
+
+
 class PackedWeight(nn.Module):
     """One or more (stacked) quantized matrices ``(*lead, rows, cols)`` as buffers."""
 
@@ -71,7 +104,10 @@ class PackedWeight(nn.Module):
         self.register_buffer("zeros", torch.zeros(*lead, rows, groups))
         self.register_buffer("g_idx", torch.zeros(*lead, cols, dtype=torch.int32))
         self.kernel = "auto"
-        self._cache: dict = {}  # index -> ((versions, data_ptr), kernel operands)
+        self.keep_dense = False  # set by dense_weights
+        # index -> ((versions, data_ptr), kernel operands); ("dense", index, dtype) -> (
+        # (versions, data_ptr), float matrix) within dense_weights
+        self._cache: dict = {}
 
     @classmethod
     def from_quantized(cls, qws: list[QuantizedWeight] | QuantizedWeight) -> PackedWeight:
@@ -109,7 +145,7 @@ class PackedWeight(nn.Module):
         matrix (see the module's docstring)."""
         plan = self._plan(x, index)
         if plan is None:
-            return F.linear(x, self.dequantize(index, x.dtype))
+            return F.linear(x, self._dense(index, x.dtype))
         rows, cols = self.shape[-2:]
         x2 = x.reshape(-1, cols).to(torch.bfloat16)
         kind, weight, scales, extra = plan
@@ -137,14 +173,29 @@ class PackedWeight(nn.Module):
             or (x.requires_grad and torch.is_grad_enabled())
         ):
             return None
-        versions = tuple(t._version for t in (self.codes, self.scales, self.zeros, self.g_idx))
-        state = (versions, self.codes.data_ptr())
+        state = self._state()
         hit = self._cache.get(index)
         if hit is not None and hit[0] == state:
             return hit[1]
         plan = self._build(index)
         self._cache[index] = (state, plan)
         return plan
+
+    def _state(self) -> tuple:
+        """What a cached layout depends on: the buffers' versions and storage."""
+        versions = tuple(t._version for t in (self.codes, self.scales, self.zeros, self.g_idx))
+        return versions, self.codes.data_ptr()
+
+    def _dense(self, index: int | None, dtype: torch.dtype) -> torch.Tensor:
+        """:meth:`dequantize`, kept while :func:`dense_weights` is active."""
+        if not self.keep_dense:
+            return self.dequantize(index, dtype)
+        key, state = ("dense", index, dtype), self._state()
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != state:
+            hit = (state, self.dequantize(index, dtype))
+            self._cache[key] = hit
+        return hit[1]
 
     def _build(self, index: int | None):
         """The kernel operands of matrix ``index``, scales in bfloat16 (the activations'
