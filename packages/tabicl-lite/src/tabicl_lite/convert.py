@@ -46,7 +46,8 @@ import torch
 
 from icml25_core.guards import check_state_dict
 
-from .model import TabICL, TabICLConfig
+from .layers import SSMAX_TYPES
+from .model import FEATURE_GROUPS, TabICL, TabICLConfig
 
 #: official config key -> ours
 _CONFIG_KEYS = {
@@ -131,24 +132,14 @@ _UNSUPPORTED = {
 _IGNORED_CONFIG = {"dropout", "zero_init", "recompute", "num_quantiles"}
 
 
-def _ssmax(value, key: str) -> str:
-    """The official ``col_ssmax`` / ``icl_ssmax`` value as ours (True is the elementwise
-    query-aware kind, False none)."""
-    ours = {False: "none", None: "none", True: "qassmax-mlp-elementwise"}.get(value, value)
-    if ours not in ("none", "qassmax-mlp-elementwise"):
+def _implemented(key: str, value, on: str, implemented: tuple[str, ...], what: str) -> str:
+    """The official ``key``'s ``value`` as ours (``False`` / ``None`` is "none", ``True`` is
+    ``on``), refused unless in ``implemented``."""
+    ours = {False: "none", None: "none", True: on}.get(value, value)
+    if ours not in implemented:
         raise ValueError(
-            f"the official checkpoint has {key}={value!r}: a scalable softmax this converter "
-            "does not implement (only 'none' and 'qassmax-mlp-elementwise', the v2 classifier's)"
-        )
-    return ours
-
-
-def _feature_group(value) -> str:
-    ours = {False: "none", None: "none", True: "same"}.get(value, value)
-    if ours not in ("none", "same"):
-        raise ValueError(
-            f"the official checkpoint has col_feature_group={value!r}: a feature grouping this "
-            "converter does not implement (only none and 'same', the v2 classifier's)"
+            f"the official checkpoint has {key}={value!r}: {what} this converter does not "
+            f"implement (only {implemented}, the v2 classifier's)"
         )
     return ours
 
@@ -180,9 +171,11 @@ def config_from_official(config: Mapping) -> TabICLConfig:
             )
     ours = {mine: full[theirs] for theirs, mine in _CONFIG_KEYS.items()}
     ours["rope_base"] = float(ours["rope_base"])
-    ours["feature_group"] = _feature_group(ours["feature_group"])
+    ours["feature_group"] = _implemented(
+        "col_feature_group", ours["feature_group"], "same", FEATURE_GROUPS, "a feature grouping"
+    )
     for key in ("col_ssmax", "icl_ssmax"):
-        ours[key] = _ssmax(ours[key], key)
+        ours[key] = _implemented(key, ours[key], SSMAX_TYPES[1], SSMAX_TYPES, "a scalable softmax")
     for key in ("col_affine", "target_aware", "rope_interleaved"):
         ours[key] = bool(ours[key])
     return TabICLConfig(**ours, standardize=False)

@@ -390,11 +390,11 @@ class ColumnEmbedding(nn.Module):
 
 
 def _mean(outs: list[torch.Tensor]) -> torch.Tensor:
-    """The average of the per-digit outputs (the only one when there is one digit)."""
+    """The average of the per-digit outputs, summed in order as the official does."""
     total = outs[0]
     for out in outs[1:]:
         total = total + out
-    return total / len(outs) if len(outs) > 1 else total
+    return total / len(outs)
 
 
 class RowInteraction(nn.Module):
@@ -472,6 +472,11 @@ class ICLearning(nn.Module):
         for block, (key, value) in zip(self.blocks, keys_values, strict=True):
             z = block.attend(z, key, value)
         return self.decoder(self.norm(z))
+
+
+def _check_integer(y_train: torch.Tensor) -> None:
+    if y_train.dtype.is_floating_point or y_train.dtype.is_complex or y_train.dtype == torch.bool:
+        raise TypeError(f"y_train must hold integer class labels, got dtype {y_train.dtype}")
 
 
 def _check_views(views, X: torch.Tensor) -> None:
@@ -578,12 +583,7 @@ class TabICL(nn.Module, PretrainedModelMixin):
         """``y_train`` integer labels in ``[0, n_classes)``, ``n_classes`` in
         ``[2, max_classes]`` (per table, or ``max_classes`` when not given)."""
         top = self.config.max_classes
-        if (
-            y_train.dtype.is_floating_point
-            or y_train.dtype.is_complex
-            or y_train.dtype == torch.bool
-        ):
-            raise TypeError(f"y_train must hold integer class labels, got dtype {y_train.dtype}")
+        _check_integer(y_train)
         k = torch.as_tensor(top if n_classes is None else n_classes, device=y_train.device)
         if k.dtype.is_floating_point or int(k.min()) < 2 or int(k.max()) > top:
             raise ValueError(
@@ -746,17 +746,10 @@ class TabICL(nn.Module, PretrainedModelMixin):
 
     def _column_labels(self, y_train, n_train: int, X: torch.Tensor, views) -> torch.Tensor | None:
         """``y_train`` checked for the column stage of a target-aware model (else unused)."""
-        if not self.config.target_aware:
+        if not self.config.target_aware or y_train is None:  # the column stage says if needed
             return None
         batch = X.shape[0] if views is None else views[0].shape[0]
-        if y_train is None:
-            raise ValueError("y_train is required: the model's column stage is target-aware")
-        if (
-            y_train.dtype.is_floating_point
-            or y_train.dtype.is_complex
-            or y_train.dtype == torch.bool
-        ):
-            raise TypeError(f"y_train must hold integer class labels, got dtype {y_train.dtype}")
+        _check_integer(y_train)
         if tuple(y_train.shape) != (batch, n_train):
             raise ValueError(
                 f"y_train must be (B, n_train) = ({batch}, {n_train}), got {tuple(y_train.shape)}"
