@@ -7,23 +7,28 @@ into a folder of its own and put that first on the path::
     uv pip install --no-deps --target /tmp/tabicl014 tabicl==0.1.4 einops
     PYTHONPATH=/tmp/tabicl014 uv run --locked python packages/tabicl-lite/benchmarks/bench_peer.py
 
-Both sides run THE SAME WEIGHTS: an official network at the lite size with the v1 options
-(embed 32; column 2 blocks / 2 heads / 32 inducing points; row 2 blocks / 4 heads / 4 CLS;
-ICL 4 blocks / 4 heads; no SSMax, feature grouping or target-aware embedding), random
-non-zero weights, written as an official checkpoint and converted by
-:func:`tabicl_lite.convert.from_official_checkpoint`. Float32 on both sides: the official
+Both sides run THE SAME WEIGHTS: an official network at the lite size (embed 32; column 2
+blocks / 2 heads / 32 inducing points; row 2 blocks / 4 heads / 4 CLS; ICL 4 blocks / 4
+heads), random non-zero weights, written as an official checkpoint and converted by
+:func:`tabicl_lite.convert.from_official_checkpoint`; twice with 2.x: with the v1 options
+(no SSMax, feature grouping or target-aware embedding) and with the released v2
+classifier's (QASSMax, "same" feature groups of 3, target-aware column embedding,
+half-split RoPE). 0.1.4 builds the v1 network only. Float32 on both sides: the official
 forward autocasts to bfloat16 unless told not to, on CPU too (turned off here, as the
 official classifier does on CPU); the same torch threads (pinned, noted).
 
-1. Network forward, one table, 20 features, 500 test rows, n_train in {1K, 10K, 50K}
-   (``--smoke``: 100, 200, and 100 test rows): ours vs the official module. The max difference of the class
-   probabilities is recorded beside the times.
+1. Network forward, one table, 20 features, 500 test rows, n_train in {1K, 10K, 50K} (v2:
+   {1K, 10K}; ``--smoke``: 100 and 200 (v2: 100), and 100 test rows): ours vs the
+   official module. The max difference of the class probabilities is recorded beside the
+   times.
 2. Classifier end to end (``fit`` + ``predict_proba``, 500 test rows, official
-   preprocessing on both sides, the same number of members: 8 at 1K and 10K, 1 at 50K,
-   where 8 members would take minutes per call; ``--smoke``: 100 rows, 2 members): ours
-   with ``model_path=`` the checkpoint vs the official ``TabICLClassifier`` with the same
-   file (nothing is downloaded); ours with ``kv_cache=True`` too;
-   ``HistGradientBoostingClassifier`` (defaults) for scale.
+   preprocessing on both sides (ours follows the checkpoint's generation: 0.1.4's for
+   v1, 2.2.0's for v2; the official runs its own version's), the same number of
+   members: 8 at 1K and 10K, 1 at 50K, where 8 members would take minutes per call;
+   ``--smoke``: 100 rows, 2 members): ours with ``model_path=`` the checkpoint vs the
+   official ``TabICLClassifier`` with the same file (nothing is downloaded); ours with
+   ``kv_cache=True`` too; ``HistGradientBoostingClassifier`` (defaults) for scale, once
+   per table.
 
 Interleaved repetitions (5; 1 with ``--smoke``) after a warm-up; ratios to the official;
 the per-repetition ratio spread is noted. Peak memory is the resident-set growth.
@@ -47,7 +52,11 @@ from tabicl_lite.convert import from_official_checkpoint
 
 N_FEATURES = 20
 N_TEST = 500
-LITE_V1 = dict(
+#: training-set sizes per network generation, (full, smoke): v2 embeds every member's
+#: columns (no sharing across members on either side), so its classifier stops at 10K
+SIZES = {1: ((1000, 10_000, 50_000), (100, 200)), 2: ((1000, 10_000), (100,))}
+#: the lite size (0.1.4's and 2.x's constructor names)
+LITE = dict(
     max_classes=10,
     embed_dim=32,
     col_num_blocks=2,
@@ -59,14 +68,28 @@ LITE_V1 = dict(
     icl_num_blocks=4,
     icl_nhead=4,
     ff_factor=2,
-    # 2.x options, at the paper's v1 values (0.1.4 has none of them)
-    col_affine=True,
-    col_feature_group=False,
-    col_target_aware=False,
-    col_ssmax="none",
-    icl_ssmax="none",
-    row_rope_interleaved=True,
 )
+#: 2.x's options at the paper's v1 values (0.1.4 has none of them) and at the released v2
+#: classifier's (``scripts/train_v2_clf_stage*.sh``)
+OPTIONS = {
+    1: dict(
+        col_affine=True,
+        col_feature_group=False,
+        col_target_aware=False,
+        col_ssmax="none",
+        icl_ssmax="none",
+        row_rope_interleaved=True,
+    ),
+    2: dict(
+        col_affine=False,
+        col_feature_group="same",
+        col_feature_group_size=3,
+        col_target_aware=True,
+        col_ssmax="qassmax-mlp-elementwise",
+        icl_ssmax="qassmax-mlp-elementwise",
+        row_rope_interleaved=False,
+    ),
+}
 
 
 class Official:
@@ -85,18 +108,23 @@ class Official:
             from tabicl._model.inference_config import InferenceConfig
             from tabicl._model.tabicl import TabICL
         self.network, self.classifier = TabICL, tabicl.TabICLClassifier
-        accepted = inspect.signature(TabICL).parameters
-        self.config = {k: v for k, v in LITE_V1.items() if k in accepted}
+        self._accepted = inspect.signature(TabICL).parameters
+        #: the networks this version builds: v1 always, v2 from 2.x on
+        self.generations = (1,) if self.v1 else (1, 2)
         self.fp32 = InferenceConfig()
         sections = ("COL_CONFIG", "ROW_CONFIG", "ICL_CONFIG")
         self.fp32.update_from_dict({k: {"use_amp": False} for k in sections})
 
-    def random_network(self, seed: int = 0):
+    def config(self, generation: int) -> dict:
+        """The lite network's constructor arguments with ``generation``'s options."""
+        return {k: v for k, v in {**LITE, **OPTIONS[generation]}.items() if k in self._accepted}
+
+    def random_network(self, generation: int, seed: int = 0):
         """Random non-zero weights (the official initialises output projections at zero,
         which would make every row's prediction the same), drawn by the same function as
         the tests' official reference: ``tests/official/make_v1_reference.randomize``."""
         torch.manual_seed(seed)
-        net = self.network(**self.config)
+        net = self.network(**self.config(generation))
         _reference_script().randomize(net, seed=None)
         return net.eval()
 
@@ -117,7 +145,9 @@ def _table(n_train: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.nda
     return X, np.searchsorted(classes, y).clip(0, classes.size - 1)
 
 
-def _forward_case(official: Official, theirs, ours, n_train: int, n_test: int, repeats: int):
+def _forward_case(
+    official: Official, generation: int, theirs, ours, n_train: int, n_test: int, repeats: int
+):
     X, y = _table(n_train, n_test)
     X = torch.from_numpy(np.nan_to_num(X)).float().unsqueeze(0)
     y_train = torch.from_numpy(y[:n_train]).unsqueeze(0)
@@ -133,20 +163,30 @@ def _forward_case(official: Official, theirs, ours, n_train: int, n_test: int, r
         return theirs(X, y_train.float(), inference_config=official.fp32)
 
     diff = (run_ours().softmax(-1) - run_theirs().softmax(-1)).abs().max().item()
+    ours_name, theirs_name = (
+        f"tabicl-lite v{generation}",
+        f"tabicl {official.version} v{generation}",
+    )
     return compare(
-        {"tabicl-lite": run_ours, f"tabicl {official.version}": run_theirs},
-        reference=f"tabicl {official.version}",
-        label=f"forward, n_train={n_train}",
+        {ours_name: run_ours, theirs_name: run_theirs},
+        reference=theirs_name,
+        label=f"v{generation} forward, n_train={n_train}",
         size=n_train,
         repeats=repeats,
         warmup=int(repeats > 1),
         memory=True,
-        extra={"tabicl-lite": {"max |prob diff|": diff}},
+        extra={ours_name: {"max |prob diff|": diff}},
     )
 
 
 def _classifier_case(
-    official: Official, ckpt: Path, n_train: int, n_test: int, members: int, repeats: int
+    official: Official,
+    generation: int,
+    ckpt: Path,
+    n_train: int,
+    n_test: int,
+    members: int,
+    repeats: int,
 ):
     X, y = _table(n_train, n_test, seed=1)
     X_train, y_train, X_test = X[:n_train], y[:n_train], X[n_train:]
@@ -175,12 +215,16 @@ def _classifier_case(
     def hgb():
         HistGradientBoostingClassifier(random_state=0).fit(X_train, y_train).predict_proba(X_test)
 
-    tag = f"{members} member{'s' * (members > 1)}"
+    tag = f"v{generation}, {members} member{'s' * (members > 1)}"
     names = {
-        "ours": f"tabicl-lite, {tag}",
-        "cached": f"tabicl-lite kv_cache=True, {tag}",
-        "official": f"tabicl {official.version}, {tag}",
+        "ours": f"tabicl-lite {tag}",
+        "cached": f"tabicl-lite kv_cache=True {tag}",
+        "official": f"tabicl {official.version} {tag}",
     }
+    candidates = {names["ours"]: ours(), names["cached"]: ours(kv_cache=True)}
+    candidates[names["official"]] = theirs
+    if generation == 1:  # the same tables for both networks: timed once, for scale
+        candidates["HistGradientBoosting"] = hgb
 
     def extra(_timings):
         return {
@@ -189,14 +233,9 @@ def _classifier_case(
         }
 
     return compare(
-        {
-            names["ours"]: ours(),
-            names["cached"]: ours(kv_cache=True),
-            names["official"]: theirs,
-            "HistGradientBoosting": hgb,
-        },
+        candidates,
         reference=names["official"],
-        label=f"fit+predict_proba, n_train={n_train}, {n_test} test rows",
+        label=f"v{generation} fit+predict_proba, n_train={n_train}, {n_test} test rows",
         size=n_train,
         repeats=repeats,
         warmup=1 if 1000 <= n_train < 50_000 else 0,
@@ -220,19 +259,25 @@ def run(smoke: bool = False) -> BenchReport:
     official = Official()
     threads = torch.get_num_threads()
     torch.set_num_threads(threads)  # pinned for the whole run, both sides
-    sizes = (100, 200) if smoke else (1000, 10_000, 50_000)
     repeats, n_test = (1, 100) if smoke else (5, N_TEST)
-    theirs = official.random_network()
     comparisons = []
     with tempfile.TemporaryDirectory() as tmp:
-        ckpt = Path(tmp) / "official-random.ckpt"
-        torch.save({"config": official.config, "state_dict": theirs.state_dict()}, ckpt)
-        ours = from_official_checkpoint(ckpt)
-        for n in sizes:
-            comparisons.append(_forward_case(official, theirs, ours, n, n_test, repeats))
-        for n in sizes[:1] if smoke else sizes:
-            members = 2 if smoke else 8 if n < 50_000 else 1
-            comparisons.append(_classifier_case(official, ckpt, n, n_test, members, repeats))
+        for generation in official.generations:
+            sizes = SIZES[generation][smoke]
+            theirs = official.random_network(generation)
+            ckpt = Path(tmp) / f"official-v{generation}-random.ckpt"
+            config = official.config(generation)
+            torch.save({"config": config, "state_dict": theirs.state_dict()}, ckpt)
+            ours = from_official_checkpoint(ckpt)
+            for n in sizes:
+                comparisons.append(
+                    _forward_case(official, generation, theirs, ours, n, n_test, repeats)
+                )
+            for n in sizes[:1] if smoke else sizes:
+                members = 2 if smoke else 8 if n < 50_000 else 1
+                comparisons.append(
+                    _classifier_case(official, generation, ckpt, n, n_test, members, repeats)
+                )
     notes = [
         f"official: tabicl {official.version}; torch threads {threads}; float32 both sides",
         f"forward rows: one table, {N_FEATURES} features, {n_test} test rows, the same random "
