@@ -37,6 +37,7 @@ Run: ``icml25 bench tabicl-lite`` (or ``--smoke``).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import tempfile
@@ -55,41 +56,6 @@ N_TEST = 500
 #: training-set sizes per network generation, (full, smoke): v2 embeds every member's
 #: columns (no sharing across members on either side), so its classifier stops at 10K
 SIZES = {1: ((1000, 10_000, 50_000), (100, 200)), 2: ((1000, 10_000), (100,))}
-#: the lite size (0.1.4's and 2.x's constructor names)
-LITE = dict(
-    max_classes=10,
-    embed_dim=32,
-    col_num_blocks=2,
-    col_nhead=2,
-    col_num_inds=32,
-    row_num_blocks=2,
-    row_nhead=4,
-    row_num_cls=4,
-    icl_num_blocks=4,
-    icl_nhead=4,
-    ff_factor=2,
-)
-#: 2.x's options at the paper's v1 values (0.1.4 has none of them) and at the released v2
-#: classifier's (``scripts/train_v2_clf_stage*.sh``)
-OPTIONS = {
-    1: dict(
-        col_affine=True,
-        col_feature_group=False,
-        col_target_aware=False,
-        col_ssmax="none",
-        icl_ssmax="none",
-        row_rope_interleaved=True,
-    ),
-    2: dict(
-        col_affine=False,
-        col_feature_group="same",
-        col_feature_group_size=3,
-        col_target_aware=True,
-        col_ssmax="qassmax-mlp-elementwise",
-        icl_ssmax="qassmax-mlp-elementwise",
-        row_rope_interleaved=False,
-    ),
-}
 
 
 class Official:
@@ -117,7 +83,9 @@ class Official:
 
     def config(self, generation: int) -> dict:
         """The lite network's constructor arguments with ``generation``'s options."""
-        return {k: v for k, v in {**LITE, **OPTIONS[generation]}.items() if k in self._accepted}
+        reference = _reference_script()
+        options = {**reference.LITE, **reference.OPTIONS[generation]}
+        return {k: v for k, v in options.items() if k in self._accepted}
 
     def random_network(self, generation: int, seed: int = 0):
         """Random non-zero weights (the official initialises output projections at zero,
@@ -129,7 +97,10 @@ class Official:
         return net.eval()
 
 
+@functools.cache
 def _reference_script():
+    """``tests/official/make_v1_reference.py`` as a module: the official settings and the
+    weight randomisation the tests use."""
     path = Path(__file__).parents[1] / "tests" / "official" / "make_v1_reference.py"
     spec = importlib.util.spec_from_file_location("make_v1_reference", path)
     module = importlib.util.module_from_spec(spec)

@@ -33,45 +33,6 @@ from tabicl_lite.model import mixed_radix_bases
 from tabicl_lite.official import OFFICIAL_MEMBER_BATCH, latin_square, official_members
 
 HERE = Path(__file__).parent / "official"
-V1 = dict(
-    col_affine=True,
-    col_feature_group=False,
-    col_target_aware=False,
-    col_ssmax="none",
-    icl_ssmax="none",
-    row_rope_interleaved=True,
-)
-LITE = dict(
-    embed_dim=32,
-    col_num_blocks=2,
-    col_nhead=2,
-    col_num_inds=32,
-    row_num_blocks=2,
-    row_nhead=4,
-    icl_num_blocks=4,
-    icl_nhead=4,
-)
-PAPER = dict(
-    embed_dim=128,
-    col_num_blocks=3,
-    col_nhead=4,
-    col_num_inds=128,
-    row_num_blocks=3,
-    row_nhead=8,
-    icl_num_blocks=12,
-    icl_nhead=4,
-)
-#: the v2 classifier checkpoint's settings (scripts/train_v2_clf_stage*.sh) and its heads
-V2 = dict(
-    col_affine=False,
-    col_feature_group="same",
-    col_feature_group_size=3,
-    col_target_aware=True,
-    col_ssmax="qassmax-mlp-elementwise",
-    icl_ssmax="qassmax-mlp-elementwise",
-    row_rope_interleaved=False,
-)
-V2_PAPER = {**PAPER, "col_nhead": 8, "icl_nhead": 8}
 
 
 @functools.cache
@@ -84,6 +45,23 @@ def _reference_script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+#: the v1 options and the v2 classifier checkpoint's, and the lite sizes
+V1, V2 = _reference_script().OPTIONS[1], _reference_script().OPTIONS[2]
+LITE = _reference_script().LITE
+PAPER = dict(
+    embed_dim=128,
+    col_num_blocks=3,
+    col_nhead=4,
+    col_num_inds=128,
+    row_num_blocks=3,
+    row_nhead=8,
+    icl_num_blocks=12,
+    icl_nhead=4,
+)
+#: the v2 classifier's heads
+V2_PAPER = {**PAPER, "col_nhead": 8, "icl_nhead": 8}
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,40 @@ from safetensors.torch import save_file
 from sklearn.datasets import load_breast_cancer, load_wine
 
 HERE = Path(__file__).parent
+#: 2.x's option keys at the paper's v1 values (0.1.4 has none of them) and at the released
+#: v2 classifier's (``scripts/train_v2_clf_stage*.sh``); ``test_official.py`` and the
+#: benchmark build official networks with them
+OPTIONS = {
+    1: dict(
+        col_affine=True,
+        col_feature_group=False,
+        col_target_aware=False,
+        col_ssmax="none",
+        icl_ssmax="none",
+        row_rope_interleaved=True,
+    ),
+    2: dict(
+        col_affine=False,
+        col_feature_group="same",
+        col_feature_group_size=3,
+        col_target_aware=True,
+        col_ssmax="qassmax-mlp-elementwise",
+        icl_ssmax="qassmax-mlp-elementwise",
+        row_rope_interleaved=False,
+    ),
+}
+#: the lite network's sizes (the other arguments at the official defaults)
+LITE = dict(
+    embed_dim=32,
+    col_num_blocks=2,
+    col_nhead=2,
+    col_num_inds=32,
+    row_num_blocks=2,
+    row_nhead=4,
+    icl_num_blocks=4,
+    icl_nhead=4,
+)
+#: the stored v1 reference network's sizes
 CONFIG = dict(
     max_classes=10,
     embed_dim=16,
