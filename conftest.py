@@ -12,6 +12,12 @@
   its default order, most tests first, put the one-test claim files last, so one worker
   ran the last long claims while the other idled). Files not in the record count as
   :data:`UNMEASURED_S`. Only the order changes, never which tests run.
+* Claim tests (``@pytest.mark.claim``) run inside :func:`icml25_core.pinned_numerics`:
+  one thread for torch and for the BLAS pools, torch's deterministic algorithms, so their
+  figures do not depend on the machine's core count or the number of xdist workers. What
+  no setting removes, the CPU's own kernels, is why their margins rest on the spread over
+  seeds and kernel paths in ``ci/claim_margins.md`` (issue 77). The run's header names
+  the CPU, and a failed claim test's report repeats it.
 """
 
 import json
@@ -41,6 +47,8 @@ def _keep_the_thread_share(request):
     the test that changed it."""
     yield
     torch = sys.modules.get("torch")
+    if request.node.get_closest_marker("claim") is not None:
+        return  # pinned to one thread by pytest_runtest_protocol, which restores the count
     if _workers > 1 and torch is not None and torch.get_num_threads() != _share:
         found = torch.get_num_threads()
         torch.set_num_threads(_share)
@@ -49,6 +57,35 @@ def _keep_the_thread_share(request):
             RuntimeWarning,
             stacklevel=1,
         )
+
+
+def pytest_report_header(config):
+    from icml25_core import machine_line
+
+    return f"machine: {machine_line()}; claim tests pinned to 1 thread, deterministic algorithms"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A claim test's setup (its module's experiment fixture), call and teardown run with
+    pinned numerics."""
+    if item.get_closest_marker("claim") is None:
+        return (yield)
+    from icml25_core import pinned_numerics
+
+    with pinned_numerics(threads=1):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed claim test names the machine it failed on."""
+    report = yield
+    if report.failed and item.get_closest_marker("claim") is not None:
+        from icml25_core import machine_line
+
+        report.sections.append(("machine", machine_line()))
+    return report
 
 
 def pytest_collection_modifyitems(config, items):

@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     packages: dict[str, float] = defaultdict(float)
     for path, seconds in files.items():
         packages[package_of(path)] += seconds
+    from icml25_core import machine_line
+
+    # the claim tests' figures depend on the CPU's kernels: a failure names the machine
+    print(f"machine: {machine_line()}")
     print(f"{'package':<16} {'tests s':>8}  budget {BUDGET_S:.0f} s")
     for name, seconds in sorted(packages.items(), key=lambda kv: -kv[1]):
         flag = "  over" if seconds > BUDGET_S else ""

@@ -287,3 +287,52 @@ def test_environment_records_the_cpu_and_its_bf16_support():
     assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert env["cpu_bf16"] in ("True", "False", "unknown")
     assert env["torch"] == torch.__version__
+
+
+def test_pinned_numerics_fixes_the_threads_and_restores_them():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from icml25_core import machine_line, pinned_numerics
+
+    threads, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(2)
+    try:
+        with pinned_numerics(threads=1):
+            assert torch.get_num_threads() == 1
+            assert torch.are_deterministic_algorithms_enabled()
+            assert torch.is_deterministic_algorithms_warn_only_enabled()
+            assert all(p["num_threads"] == 1 for p in threadpool_info())
+            env = environment()
+            assert (env["torch_threads"], env["deterministic"]) == ("1", "True")
+            assert "1 thread(s)" in machine_line()
+        assert torch.get_num_threads() == 2
+        assert torch.are_deterministic_algorithms_enabled() == det
+    finally:
+        torch.set_num_threads(threads)
+    assert environment()["cpu"] in machine_line()
+    with (
+        pytest.raises(ValueError, match="threads must be a positive integer"),
+        pinned_numerics(threads=0),
+    ):
+        pass
+
+
+def test_one_thread_dot_does_not_depend_on_the_thread_count_it_replaces():
+    # the reason for the pin: a dot product split over 2 threads adds in another order
+    # (here 999,787.25 on 2 threads vs 999,786.81 on 1); pinned, the order is one
+    import torch
+
+    from icml25_core import pinned_numerics
+
+    x = torch.randn(1_000_003, generator=torch.Generator().manual_seed(0), dtype=torch.float32)
+    threads = torch.get_num_threads()
+    sums = []
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            with pinned_numerics(threads=1):
+                sums.append((x @ x).item())
+    finally:
+        torch.set_num_threads(threads)
+    assert sums[0] == sums[1]

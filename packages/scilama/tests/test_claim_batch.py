@@ -1,11 +1,13 @@
-"""The quick batch-correction claim test: what the quick profile measured on seed 0 (of
-its 3), with margins of about half the measured gaps.
+"""The quick batch-correction claim test, on seed 0 of the quick profile, with margins from
+the spread over seeds and machines (issue 77).
 
-Measured on seed 0 (3 simulated batches): overall scIB score scVI 0.593, sciLaMA (text)
-0.443, random 0.448, none 0.485, beta-VAE 0.480, PCA 0.471; iLISI scVI 0.412, sciLaMA
-(text) 0.012, PCA 0.047; gene modules against the marker genes (ARI): PCA 0.529, sciLaMA
-without embeddings 0.497, random 0.259, text 0.132. Over the 3 quick seeds the claim did
-not hold (README). Six fits, scVI's import among them.
+A single quick seed moves a lot with the seed and with the CPU's float kernels (the cell
+VAE trains another path, and Leiden modules of 765 genes follow). Margins are set so that
+the asserted gap's mean over the recorded runs minus twice its standard deviation stays
+at or above the margin; the runs: seed 0 on an Intel Xeon (AVX-512 kernels, the recorded
+release run and today's), seed 0 with torch/MKL/OpenBLAS on their AVX2 paths, seeds 3-8
+on the Xeon, and seed 0 on an AMD EPYC (its figures from issue 77), one thread each.
+``ci/claim_margins.md`` has the table. Six fits, scVI's import among them.
 """
 
 import pytest
@@ -38,7 +40,9 @@ def _m(result, metric, name):
 def test_scvi_integrates_better_than_scilama_here(result):
     # the paper's claim, as measured at this scale: it does not hold
     assert not result.held
-    assert _m(result, "overall", SCVI) >= _m(result, "overall", TEXT) + 0.08  # +0.150
+    # scVI - sciLaMA (text) overall, 9 runs: 0.089-0.157, mean 0.130, sd 0.025 (Xeon seed
+    # 0: 0.150 at release, 0.122 today; AVX2 path 0.147; AMD EPYC passed)
+    assert _m(result, "overall", SCVI) >= _m(result, "overall", TEXT) + 0.08
     assert _m(result, "iLISI", SCVI) >= _m(result, "iLISI", PCA) + 0.25  # 0.412 vs 0.047
     # the batch covariate alone does not mix the batches in sciLaMA's latent
     assert _m(result, "iLISI", TEXT) <= _m(result, "iLISI", SCVI) - 0.25  # 0.012
@@ -49,10 +53,20 @@ def test_scvi_integrates_better_than_scilama_here(result):
 @pytest.mark.claim
 def test_text_gene_modules_recover_fewer_markers(result):
     # Leiden modules of the gene embeddings against bulk_labels' marker genes (ARI)
+    # gaps to sciLaMA (text) over the runs (Xeon seed 0 at release / today / AVX2 path,
+    # seeds 3-8 on the Xeon, AMD EPYC seed 0):
     text = _m(result, "marker ARI", TEXT)
-    assert _m(result, "marker ARI", PCA) >= text + 0.2  # 0.529 vs 0.132
-    assert _m(result, "marker ARI", NONE) >= text + 0.2  # 0.497
-    assert _m(result, "marker ARI", RANDOM) >= text + 0.05  # 0.259
+    # PCA loadings: 0.397 / 0.430 / 0.432, 0.508 0.408 0.366 0.335 0.154 0.246; mean 0.364,
+    # sd 0.107 (0.2 was set from seed 0 alone: seed 7 is below it)
+    assert _m(result, "marker ARI", PCA) >= text + 0.15
+    # no embeddings: 0.365 / 0.398 / 0.385, 0.418 0.440 0.264 0.462 0.237 0.308; mean 0.364,
+    # sd 0.078
+    assert _m(result, "marker ARI", NONE) >= text + 0.2
+    # random embeddings: 0.127 / 0.126 / 0.155, 0.148 0.183 0.121 0.116 0.056 0.142, and
+    # 0.038 on the AMD EPYC (random 0.203, text 0.166); mean 0.121, sd 0.044. The size of
+    # this gap is inside the spread over machines (the 0.05 set from the Xeon failed on the
+    # EPYC): only its direction is asserted, which held in all ten runs
+    assert _m(result, "marker ARI", RANDOM) > text
 
 
 @pytest.mark.claim

@@ -11,7 +11,7 @@ from importlib.metadata import version as _version
 from .bench import BenchReport, Comparison, Timing, compare, loglog_slope, make_report
 from .cache import build_once, cache_dir
 from .device import quiet_forward_mode, select_device
-from .environment import environment
+from .environment import environment, machine_line, pinned_numerics
 from .experiment import PROFILE_NAMES, Experiment, Result, Row, Verdict, mean_metric, run_experiment
 from .files import write_json_atomic
 from .guards import (
@@ -83,10 +83,12 @@ __all__ = [
     "load_object",
     "load_state_dict_file",
     "loglog_slope",
+    "machine_line",
     "make_progress",
     "make_report",
     "markdown_table",
     "mean_metric",
+    "pinned_numerics",
     "quiet_forward_mode",
     "render_result",
     "run_experiment",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata as md
+import importlib.util
 import os
 import platform
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def environment(*distributions: str) -> dict[str, str]:
@@ -37,7 +41,62 @@ def environment(*distributions: str) -> dict[str, str]:
         env["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
         bf16 = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # x86 builds only
         env["cpu_bf16"] = "unknown" if bf16 is None else str(bool(bf16()))
+        env["torch_threads"] = str(torch.get_num_threads())
+        env["deterministic"] = str(torch.are_deterministic_algorithms_enabled())
     return env
+
+
+def machine_line() -> str:
+    """One line naming the machine a result comes from: CPU model, core count, and (when
+    torch is imported) the vector instructions of its CPU kernels and its thread count."""
+    env = environment()
+    line = f"{env['cpu']} ({env['machine']}, {env['cpu_count']} cores)"
+    if "torch" in env:
+        line += f", torch {env['torch']} {env['cpu_capability']} kernels, {env['torch_threads']} thread(s)"
+    return line
+
+
+@contextmanager
+def pinned_numerics(threads: int = 1) -> Iterator[None]:
+    """Run a block with the thread counts and algorithms that make a CPU run repeatable.
+
+    Inside the block torch uses ``threads`` intra-op threads and its deterministic
+    algorithms (``torch.use_deterministic_algorithms(True, warn_only=True)``: an op with
+    no deterministic implementation warns instead of failing), and the BLAS/OpenMP pools
+    NumPy and SciPy use (OpenBLAS, MKL; through ``threadpoolctl``) are limited to
+    ``threads``. A reduction split over another number of threads adds in another order,
+    so fixing the count removes one of the two reasons a result differs between machines;
+    the other, the CPU's own kernels (AVX2 on one machine, AVX-512 on another), no
+    setting removes, which is why claim tests keep a margin over the spread across seeds
+    and kernel paths (``ci/claim_margins.md``). Everything is restored on exit.
+
+    Parameters
+    ----------
+    threads : int
+        Threads per pool, at least 1.
+    """
+    from threadpoolctl import threadpool_limits
+
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    torch = importlib.import_module("torch") if importlib.util.find_spec("torch") else None
+    if torch is None:
+        with threadpool_limits(limits=threads):
+            yield
+        return
+    before = (
+        torch.get_num_threads(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1], warn_only=before[2])
 
 
 def _cpu_model() -> str:
