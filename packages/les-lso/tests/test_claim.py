@@ -32,14 +32,21 @@ def test_les_tells_valid_from_invalid_decodes_better_than_the_baselines(result):
     def auroc(method):
         return mean_metric(rows, "auroc", method)
 
+    # Gaps over nine runs (issue 77): the README's seeds 0-2 on an AMD EPYC, the same on an
+    # Intel Xeon, and here seed 0 (Xeon), seed 0 with AVX2 kernels and seed 100. The
+    # trained VAE depends on the CPU's float kernels. Margins: at most mean - 2 sd.
     les = auroc("LES")
-    assert les > auroc("uncertainty") + 0.01  # smallest gap over the seeds 0.022
-    assert les > auroc("kNN") + 0.2
-    assert les > auroc("prior") + 0.2
-    # smallest gap over the seeds: 0.061 on the AMD EPYC machine, 0.024 (seed 0) on an
-    # Intel Xeon with AVX512-BF16; the trained VAE depends on the CPU's float kernels
-    assert les > auroc("LES (polarity)") + 0.01
-    assert les > auroc("likelihood") - 0.03  # seed 0: 0.014 below; seeds 1, 2: above
+    # uncertainty: EPYC 0.052 0.022 0.081, here 0.042 0.071 0.089 (mean 0.060, sd 0.025):
+    # mean - 2 sd is 0.009, so the direction only (it was +0.01)
+    assert les > auroc("uncertainty")
+    assert les > auroc("kNN") + 0.2  # 0.33-0.36 here
+    assert les > auroc("prior") + 0.2  # 0.55-0.56 here
+    # polarity: EPYC 0.132 0.090 0.061, Xeon 0.024 0.118 0.082, here 0.024 0.084 0.068
+    # (mean 0.076, sd 0.037): the direction only (it was +0.01)
+    assert les > auroc("LES (polarity)")
+    # likelihood: EPYC -0.014 0.021 0.027, here 0.027 0.033 0.014 (mean 0.018, sd 0.017):
+    # LES is not worse by more than 0.03; that it is better is inside the spread
+    assert les > auroc("likelihood") - 0.03
 
 
 @pytest.mark.claim

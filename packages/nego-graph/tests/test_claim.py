@@ -3,8 +3,9 @@
 The quick profile measured OOD accuracy under the severe shift (3 seeds) NeGo 0.634, GSAT
 0.656, VREx 0.560, ERM 0.536, IRM 0.439 (see the README): the paper's "NeGo beats every
 baseline" did not hold at this scale, and the seed spread (sd 0.09-0.12) is larger than
-the NeGo-GSAT gap. Asserted on the 3-seed means: NeGo within 0.05 of the best baseline and
-at least 0.05 above ERM, IRM and VREx, and clearly above chance (1/3). Three seeds, not
+the NeGo-GSAT gap. Asserted on the 3-seed means: NeGo above IRM and clearly above chance
+(1/3); until issue 77 also within 0.05 of the best baseline and 0.05 above ERM and VREx,
+which failed on other seeds and CPU kernels (see the test). Three seeds, not
 one: seed 0 alone moved from 0.529 to 0.458 between torch versions (ci/floors.sh), while
 the mean over seeds is the figure the README reports. About 80 s on 2 cores.
 """
@@ -28,8 +29,12 @@ def test_severe_shift_quick(tmp_path):
         m: mean_metric(result.rows, "test_acc", m, bias=0.9, shift="severe")
         for m in (METHOD, *BASELINES)
     }
-    best = max(acc[b] for b in BASELINES)
-    assert acc[METHOD] >= best - 0.05, acc
-    assert all(acc[METHOD] >= acc[b] + 0.05 for b in ("ERM", "IRM", "VREx")), acc
+    # 3-seed means, NeGo minus baseline, on seeds 0-2 (Xeon) / seeds 0-2 (AVX2 kernels) /
+    # seeds 100-102: best baseline -0.033 / +0.040 / -0.095, ERM +0.083 / +0.096 / +0.027,
+    # VREx +0.083 / +0.040 / +0.012, IRM +0.176 / +0.129 / +0.104. Only IRM's gap clears
+    # twice its spread (mean 0.136, sd 0.037: margin mean - 2 sd); the others are inside
+    # the spread over seeds and machines (README) and are not asserted
+    assert acc[METHOD] >= acc["IRM"] + 0.06, acc
+    # far above chance: 0.634 / 0.641 / 0.572
     assert acc[METHOD] >= 1 / 3 + 0.1, acc
     assert "bias 0.9 severe" in result.verdict.summary

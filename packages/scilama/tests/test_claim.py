@@ -33,17 +33,24 @@ def _m(result, metric, name):
 
 @pytest.mark.claim
 def test_text_embeddings_do_not_beat_the_controls_here(result):
-    # the paper's claim, as measured at this scale: it does not hold
-    assert _m(result, "NMI", TEXT) < _m(result, "NMI", NONE) + MARGIN  # measured +0.011
-    assert _m(result, "NMI", TEXT) < _m(result, "NMI", RANDOM) + MARGIN  # measured -0.002
+    # the paper's claim, as measured at this scale: it does not hold. Text - random:
+    # -0.002 on seed 0 (Xeon and AVX2 path alike), +0.003 on seed 100: text does not beat
+    # random embeddings by the claim's margin, so the verdict is "did not hold"
+    assert _m(result, "NMI", TEXT) < _m(result, "NMI", RANDOM) + MARGIN
     assert not result.held
+    # text - no embeddings: +0.012 on seed 0, -0.053 on seed 100. Whether text is ahead
+    # by less than the margin on one seed is inside that spread (seed 0 left 0.008);
+    # what holds is that the difference is small either way (mean |d| + 2 sd: 0.073)
+    assert abs(_m(result, "NMI", TEXT) - _m(result, "NMI", NONE)) <= 0.075
 
 
 @pytest.mark.claim
 def test_every_model_learns_the_cell_types(result):
-    # a real representation: within 0.08 NMI of PCA (measured 0.62-0.64 vs 0.61)
+    # a real representation: close to PCA's NMI. The worst model - PCA: +0.011 on seed 0
+    # (Xeon and AVX2 path), -0.068 on seed 100 (PCA 0.658, sciLaMA 0.591-0.647); mean
+    # -0.015, sd 0.046: the tolerance is mean - 2 sd (0.08, set from seed 0, left 0.012)
     for name in (TEXT, RANDOM, NONE, SCVI):
-        assert _m(result, "NMI", name) >= _m(result, "NMI", PCA) - 0.08, name
+        assert _m(result, "NMI", name) >= _m(result, "NMI", PCA) - 0.11, name
         assert _m(result, "Leiden NMI", name) >= 0.5, name
 
 
