@@ -332,6 +332,31 @@ def _runs() -> dict[str, dict[str, dict]]:
     return runs
 
 
+def _statement(source: str) -> str:
+    """An assertion's expression as one line, without its comment or message."""
+    text = " ".join(source.split("  #")[0].split()).removeprefix("assert ")
+    try:
+        node = ast.parse(f"assert {text}", mode="exec").body[0]
+    except (SyntaxError, IndexError):
+        return text
+    if isinstance(node, ast.Assert) and node.msg is not None:  # "x >= 0.03, (norm, x)"
+        return text[: node.msg.col_offset - len("assert ")].rstrip().removesuffix(",").rstrip()
+    return text
+
+
+def _merge_failures(table: dict) -> None:
+    """A failure records only its first source line: file it under the assertion that
+    starts on the same line of the same test (when a run passed it)."""
+    for key in [k for k in table if all(not p for got in table[k].values() for p, _ in got)]:
+        test, line, source = key
+        twins = [k for k in table if k[:2] == (test, line) and k != key]
+        head = source.rstrip("(").strip()
+        match = [k for k in twins if _statement(k[2]).startswith(head[:15])] or twins
+        if len(match) == 1:
+            for run_id, got in table.pop(key).items():
+                table[match[0]].setdefault(run_id, []).extend(got)
+
+
 def report() -> str:
     """The margin table: one line per numeric claim assertion (a loop's iterations judged
     by their worst case in each run), and per test file its other checks and failures."""
@@ -348,15 +373,12 @@ def report() -> str:
                 env = e["environment"]
                 cpus.add(f"{run_id.split('/')[1]}: {env.get('cpu')} ({env.get('cpu_capability')})")
             for a in data["assertions"]:
-                found = comparison(a["explanation"])
-                # one assertion, one key: its line (a failure's source is only its line)
-                entry = table.setdefault((a["test"], a["line"]), {})
-                if a["passed"] or "source" not in entry:
-                    entry["source"] = " ".join(a["source"].split())
-                entry.setdefault(run_id, []).append((a["passed"], found))
+                key = (a["test"], a["line"] or 0, _statement(a["source"]))
+                entry = table.setdefault(key, {})
+                entry.setdefault(run_id, []).append((a["passed"], comparison(a["explanation"])))
+        _merge_failures(table)
         checks = failures = 0
-        for (test, _), obs in sorted(table.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-            source = obs.pop("source")
+        for (test, _, source), obs in sorted(table.items()):
             numeric = [f for got in obs.values() for _, f in got if f is not None]
             failed = sum(any(not p for p, _ in got) for got in obs.values())
             if not numeric:
@@ -407,7 +429,11 @@ def report() -> str:
         "demands; negative: the tolerance it grants), the slack",
         "(how far the compared sides were from failing; a loop's worst iteration per run),",
         "and **fragile** where a run failed or the mean slack is under twice its standard",
-        'deviation. CONTRIBUTING.md ("Claim tests on any CPU") says what was changed.',
+        "deviation. Where the two kernel paths give the same figures to the bit (many",
+        "packages: too little or too simple float work to take another path), three runs",
+        "are two independent samples and the spread is a rough guide; the fixes in",
+        'CONTRIBUTING.md ("Claim tests on any CPU") also use the per-seed figures READMEs',
+        "and issues recorded on other machines. Runs record the commit they ran from.",
         "",
         "Machines and torch kernel paths: " + "; ".join(sorted(cpus)) + ".",
         "",

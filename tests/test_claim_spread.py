@@ -61,3 +61,22 @@ def test_the_margin_table_is_generated_from_the_recorded_runs():
         f.removeprefix("packages/").replace("/tests/", "--").removesuffix(".py")
         for f in claim_spread.claim_files()
     }
+
+
+def test_a_failure_is_filed_under_the_assertion_that_passed_elsewhere():
+    # a failure records only the first line of its statement, message and comment included
+    assert claim_spread._statement("assert gain >= 0.03, (norm, gain)  # margin") == (
+        "gain >= 0.03"
+    )
+    multi_line = "(a > b + 0.1)"
+    table = {
+        ("t", 30, multi_line): {"0/native": [(True, (0.08, 0.1))]},
+        ("t", 30, claim_spread._statement("(")): {"1/native": [(False, (-0.01, 0.1))]},
+        ("t", 40, "c < 1"): {"1/native": [(False, (-0.5, None))]},  # never passed: kept
+    }
+    claim_spread._merge_failures(table)
+    assert set(table) == {("t", 30, multi_line), ("t", 40, "c < 1")}
+    assert table["t", 30, multi_line] == {
+        "0/native": [(True, (0.08, 0.1))],
+        "1/native": [(False, (-0.01, 0.1))],
+    }

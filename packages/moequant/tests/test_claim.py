@@ -80,7 +80,9 @@ def test_moe_ptq_paper_regime_quick(tmp_path):
     assert cal("distinct_4grams", cand) <= 0.25 <= 0.7 <= cal("distinct_4grams", "random text")
     assert cal("mean_std", cand) >= cal("mean_std", "random text")
     # counts: the balance term grows with the length and wins (0.086 vs 0.105 / 0.130)
-    assert cal("mean_std", counts) <= cal("mean_std", "random text") - 0.01
+    # random text - counts: 0.0188 on seed 0 (Xeon and AVX2 path alike), 0.0126 on seed
+    # 100 (issue 77); mean - 2 sd is 0.007, under the 0.01 set from seed 0
+    assert cal("mean_std", counts) <= cal("mean_std", "random text") - 0.005
     assert cal("mean_std", counts) <= cal("mean_std", cand) - 0.02
     # 3-bit: MoEQuant's gap is not below GPTQ's on random text (0.730 vs 0.475)
     assert gap(PAPER_MOEQUANT, 3) >= gap(PAPER_GPTQ, 3)
