@@ -43,8 +43,11 @@ def test_tree_region_matches_the_best_single_geometry(rows):
 
 @pytest.mark.claim
 def test_overall_claim_does_not_hold_at_quick_scale(rows):
-    # did not hold: geo-tlp below Euclidean only overall (measured 3.3 points below)
-    assert mean_metric(rows, "auc", METHOD) <= mean_metric(rows, "auc", EUCLIDEAN) + 0.01
+    # did not hold: geo-tlp is not clearly above Euclidean only overall. geo-tlp - Euclidean
+    # on seeds 0-2 (Xeon and AVX2 path alike) / 100-102 / 200-202: -0.033 / -0.012 /
+    # +0.019 (mean -0.015, sd 0.025); that it is below (asserted until issue 77, +0.01)
+    # failed on seeds 200-202; the bound is mean + 2 sd
+    assert mean_metric(rows, "auc", METHOD) <= mean_metric(rows, "auc", EUCLIDEAN) + 0.04
 
 
 @pytest.mark.claim

@@ -30,11 +30,12 @@ def test_severe_shift_quick(tmp_path):
         for m in (METHOD, *BASELINES)
     }
     # 3-seed means, NeGo minus baseline, on seeds 0-2 (Xeon) / seeds 0-2 (AVX2 kernels) /
-    # seeds 100-102: best baseline -0.033 / +0.040 / -0.095, ERM +0.083 / +0.096 / +0.027,
-    # VREx +0.083 / +0.040 / +0.012, IRM +0.176 / +0.129 / +0.104. Only IRM's gap clears
-    # twice its spread (mean 0.136, sd 0.037: margin mean - 2 sd); the others are inside
-    # the spread over seeds and machines (README) and are not asserted
-    assert acc[METHOD] >= acc["IRM"] + 0.06, acc
-    # far above chance: 0.634 / 0.641 / 0.572
+    # seeds 100-102 / 200-202: best baseline -0.033 / +0.040 / -0.095 / -0.036, ERM +0.083
+    # / +0.096 / +0.027 / -0.036, VREx +0.083 / +0.040 / +0.012 / -0.004, IRM +0.176 /
+    # +0.129 / +0.104 / +0.056. Only IRM's gap clears twice its spread (mean 0.116, sd
+    # 0.050: margin mean - 2 sd; 0.06, set before seeds 200-202 ran, failed there); the
+    # others are inside the spread over seeds and machines (README) and are not asserted
+    assert acc[METHOD] >= acc["IRM"] + 0.01, acc
+    # far above chance: 0.634 / 0.641 / 0.572 / 0.576
     assert acc[METHOD] >= 1 / 3 + 0.1, acc
     assert "bias 0.9 severe" in result.verdict.summary
