@@ -17,7 +17,7 @@ varied:
 
 Every run uses one thread per BLAS/OpenMP pool (as a CI worker does) and records, through
 pytest's ``pytest_assertion_pass`` hook, each assertion's source line and the values it
-compared, pass or fail. ``--report`` turns the records into the table in
+compared, pass or fail. ``report`` turns the records into the table in
 ``ci/claim_margins.md``: per assertion, the slack (how far the compared sides are from
 failing: ``lhs - rhs`` for ``>=``/``>``, ``rhs - lhs`` for ``<=``/``<``) as min / mean /
 standard deviation over the runs, and a verdict:
@@ -158,21 +158,17 @@ def pytest_collection_modifyitems(items):
                     _RECORD.setdefault("shifted_functions", []).append(f"{module.__name__}.{name}")
 
 
-def _assertion(item, lineno, orig, expl, passed):
-    _RECORD["assertions"].append(
-        {
-            "test": item.nodeid.split("::", 1)[1],
-            "line": lineno,
-            "source": orig,
-            "explanation": expl,
-            "passed": passed,
-        }
-    )
-
-
 def pytest_assertion_pass(item, lineno, orig, expl):
     if _out() is not None:
-        _assertion(item, lineno, orig, expl, True)
+        _RECORD["assertions"].append(
+            {
+                "test": item.nodeid.split("::", 1)[1],
+                "line": lineno,
+                "source": orig,
+                "explanation": expl,
+                "passed": True,
+            }
+        )
 
 
 def pytest_runtest_logreport(report):
@@ -383,22 +379,23 @@ def report() -> str:
             failed = sum(any(not p for p, _ in got) for got in obs.values())
             if not numeric:
                 checks += 1
+                if not failed:
+                    continue
                 why = SEED_ZERO_ONLY.get((file, test))
                 shifted_only = all(
-                    all(p for p, _ in got) for run_id, got in obs.items() if run_id[0] == "0"
+                    all(p for p, _ in got)
+                    for run_id, got in obs.items()
+                    if run_id.split("/")[0] == "0"
                 )
-                if failed and why and shifted_only:
-                    lines.append(
-                        f"| {file} | {test} | `{source[:80]}` | | {len(obs)} | {failed} "
-                        f"| | | | seed 0 only: {why} |"
-                    )
-                    continue
-                failures += failed
-                if failed:
-                    lines.append(
-                        f"| {file} | {test} | `{source[:80]}` | | {len(obs)} | {failed} "
-                        "| | | | fragile |"
-                    )
+                if why and shifted_only:
+                    verdict = f"seed 0 only: {why}"
+                else:
+                    verdict = "fragile"
+                    failures += failed
+                lines.append(
+                    f"| {file} | {test} | `{source[:80]}` | | {len(obs)} | {failed} "
+                    f"| | | | {verdict} |"
+                )
                 continue
             worst = [min(f[0] for _, f in got if f is not None) for got in obs.values()
                      if any(f is not None for _, f in got)]  # fmt: skip

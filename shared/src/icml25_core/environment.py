@@ -77,26 +77,25 @@ def pinned_numerics(threads: int = 1) -> Iterator[None]:
     """
     from threadpoolctl import threadpool_limits
 
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    from .validation import check_scalar
+
+    check_scalar(threads, "threads", low=1, integer=True)
     torch = importlib.import_module("torch") if importlib.util.find_spec("torch") else None
-    if torch is None:
-        with threadpool_limits(limits=threads):
-            yield
-        return
-    before = (
-        torch.get_num_threads(),
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-    )
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    if torch is not None:
+        before = (
+            torch.get_num_threads(),
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         with threadpool_limits(limits=threads):
             yield
     finally:
-        torch.set_num_threads(before[0])
-        torch.use_deterministic_algorithms(before[1], warn_only=before[2])
+        if torch is not None:
+            torch.set_num_threads(before[0])
+            torch.use_deterministic_algorithms(before[1], warn_only=before[2])
 
 
 def _cpu_model() -> str:
